@@ -1,0 +1,344 @@
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Ajv } from 'ajv';
+import { parse as parseToml } from 'smol-toml';
+import { parse as parseYaml } from 'yaml';
+
+export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'string[]';
+
+type TypeOf<T extends FieldType> = T extends 'string'
+  ? string
+  : T extends 'integer' | 'number'
+    ? number
+    : T extends 'boolean'
+      ? boolean
+      : string[];
+
+export interface FieldSpec<T extends FieldType = FieldType> {
+  type: T;
+  description: string;
+  default?: TypeOf<T>;
+  /** Environment variable that sets it. */
+  env?: string;
+  /** Command-line flag name without dashes; defaults to the key in kebab-case; false: none. */
+  flag?: string | false;
+  /** Extra JSON Schema keywords the value must satisfy (minimum, enum, pattern, …). */
+  schema?: Record<string, unknown>;
+  /** Never echo the value in error messages. */
+  secret?: boolean;
+  required?: boolean;
+}
+
+export type ConfigSpec = Record<string, FieldSpec>;
+
+type ValueOf<F> =
+  F extends FieldSpec<infer T>
+    ? F extends { default: unknown } | { required: true }
+      ? TypeOf<T>
+      : TypeOf<T> | undefined
+    : never;
+
+export type ConfigValues<S extends ConfigSpec> = { -readonly [K in keyof S]: ValueOf<S[K]> };
+
+/** Identity function that keeps the literal types of a spec, for ConfigValues inference. */
+export function defineConfig<const S extends ConfigSpec>(spec: S): S {
+  return spec;
+}
+
+export type ConfigSource = 'flag' | 'env' | 'file' | 'default';
+
+export interface ConfigProblem {
+  key: string;
+  /** e.g. `flag --port`, `env var MCP_PORT`, `file gateway.toml` */
+  source: string;
+  message: string;
+}
+
+/** Start-up configuration is invalid; the process should exit with `exitCode`. */
+export class ConfigError extends Error {
+  readonly exitCode = 2;
+  constructor(readonly problems: ConfigProblem[]) {
+    super(
+      `Invalid configuration:\n${problems.map((p) => `  - ${p.key} (${p.source}): ${p.message}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadOptions {
+  /** Command-line arguments after the command name. */
+  argv?: string[];
+  env?: Record<string, string | undefined>;
+  /** A configuration file (TOML, YAML or JSON by extension). */
+  file?: string;
+  /** The key of a string field whose value, from flag, env or default, names the file. */
+  fileKey?: string;
+  /** Reads only this table/section of the file. */
+  fileSection?: string;
+  /** Accept arguments that are not flags (subcommand operands). */
+  allowPositionals?: boolean;
+}
+
+export interface LoadedConfig<S extends ConfigSpec> {
+  values: ConfigValues<S>;
+  /** Where each value came from. */
+  sources: Record<keyof S, ConfigSource>;
+  positionals: string[];
+  /** `--help` was given: print `renderConfigHelp` and exit 0. */
+  help: boolean;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+
+/**
+ * Resolves each field from, in order of precedence, a command-line flag, an
+ * environment variable, the configuration file and the default, then validates
+ * every value. All problems are reported together in one ConfigError.
+ */
+export function loadConfig<const S extends ConfigSpec>(
+  spec: S,
+  options: LoadOptions = {},
+): LoadedConfig<S> {
+  const env = options.env ?? process.env;
+  const problems: ConfigProblem[] = [];
+  const flags = parseFlags(spec, options, problems);
+  const fileKey = options.fileKey;
+  const filePath =
+    options.file ??
+    (fileKey === undefined ? undefined : (flags.values[fileKey] ?? envValue(spec, fileKey, env)));
+  const fileValues =
+    typeof filePath === 'string' ? readConfigFile(spec, filePath, options, problems) : {};
+
+  const values: Record<string, unknown> = {};
+  const sources: Record<string, ConfigSource> = {};
+  for (const [key, field] of Object.entries(spec)) {
+    const flagName = flagOf(key, field);
+    const candidates: [ConfigSource, string, unknown][] = [
+      ['flag', `flag --${flagName}`, flagName === undefined ? undefined : flags.values[key]],
+      ['env', `env var ${field.env}`, field.env === undefined ? undefined : env[field.env]],
+      ['file', `file ${filePath}`, fileValues[key]],
+      ['default', 'default', field.default],
+    ];
+    const found = candidates.find(([, , raw]) => raw !== undefined && raw !== '');
+    if (!found) {
+      if (field.required)
+        problems.push({
+          key,
+          source: 'not set',
+          message: `required: ${describeWhere(key, field)}`,
+        });
+      continue;
+    }
+    const [source, label, raw] = found;
+    const value =
+      source === 'flag' || source === 'env' ? coerce(field.type, raw) : coerceFile(field.type, raw);
+    const message = validate(field, value);
+    if (message) {
+      const shown = field.secret ? '' : ` ${JSON.stringify(raw)}`;
+      problems.push({ key, source: label, message: `invalid value${shown}: expected ${message}` });
+      continue;
+    }
+    values[key] = value;
+    sources[key] = source;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    values: values as ConfigValues<S>,
+    sources: sources as Record<keyof S, ConfigSource>,
+    positionals: flags.positionals,
+    help: flags.help,
+  };
+}
+
+/** `--help` text: one line per option with its env var and default. */
+export function renderConfigHelp(spec: ConfigSpec): string {
+  const rows = Object.entries(spec).map(([key, field]) => {
+    const flag = flagOf(key, field);
+    const name =
+      flag === undefined
+        ? `(${field.env ?? key})`
+        : `--${flag}${field.type === 'boolean' ? '' : ` <${field.type}>`}`;
+    const extra = [
+      field.env && flag !== undefined ? `env ${field.env}` : undefined,
+      field.default !== undefined && !field.secret
+        ? `default ${JSON.stringify(field.default)}`
+        : undefined,
+      field.required ? 'required' : undefined,
+    ].filter(Boolean);
+    return [name, `${field.description}${extra.length ? ` [${extra.join(', ')}]` : ''}`] as const;
+  });
+  const width = Math.max(...rows.map(([name]) => name.length), 10) + 2;
+  return rows.map(([name, text]) => `  ${name.padEnd(width)}${text}`).join('\n');
+}
+
+function flagOf(key: string, field: FieldSpec): string | undefined {
+  if (field.flag === false) return undefined;
+  return field.flag ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`).replace(/[._]/g, '-');
+}
+
+function envValue(spec: ConfigSpec, key: string, env: Record<string, string | undefined>) {
+  const name = spec[key]?.env;
+  return (name === undefined ? undefined : env[name]) ?? spec[key]?.default;
+}
+
+function describeWhere(key: string, field: FieldSpec): string {
+  const ways = [
+    flagOf(key, field) && `flag --${flagOf(key, field)}`,
+    field.env && `env var ${field.env}`,
+    'the configuration file',
+  ];
+  return `set it with ${ways.filter(Boolean).join(', ')}`;
+}
+
+function parseFlags(spec: ConfigSpec, options: LoadOptions, problems: ConfigProblem[]) {
+  const byFlag = new Map<string, string>();
+  const parseOptions: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
+    help: { type: 'boolean' },
+  };
+  for (const [key, field] of Object.entries(spec)) {
+    const flag = flagOf(key, field);
+    if (flag === undefined) continue;
+    byFlag.set(flag, key);
+    parseOptions[flag] = {
+      type: field.type === 'boolean' ? 'boolean' : 'string',
+      multiple: field.type === 'string[]',
+    };
+  }
+  const result: { values: Record<string, unknown>; positionals: string[]; help: boolean } = {
+    values: {},
+    positionals: [],
+    help: false,
+  };
+  try {
+    const parsed = parseArgs({
+      args: options.argv ?? [],
+      options: parseOptions,
+      allowPositionals: options.allowPositionals ?? false,
+      strict: true,
+    });
+    result.positionals = parsed.positionals;
+    for (const [flag, value] of Object.entries(parsed.values)) {
+      if (flag === 'help') result.help = value === true;
+      else {
+        const key = byFlag.get(flag);
+        if (key !== undefined) result.values[key] = Array.isArray(value) ? value.join(',') : value;
+      }
+    }
+  } catch (error) {
+    problems.push({ key: 'arguments', source: 'command line', message: (error as Error).message });
+  }
+  return result;
+}
+
+function readConfigFile(
+  spec: ConfigSpec,
+  path: string,
+  options: LoadOptions,
+  problems: ConfigProblem[],
+): Record<string, unknown> {
+  let data: unknown;
+  try {
+    const text = readFileSync(path, 'utf8');
+    const kind = extname(path).toLowerCase();
+    data =
+      kind === '.toml' ? parseToml(text) : kind === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    problems.push({
+      key: 'file',
+      source: `file ${path}`,
+      message: `cannot read or parse it: ${reason}`,
+    });
+    return {};
+  }
+  const section =
+    options.fileSection === undefined
+      ? data
+      : (data as Record<string, unknown> | undefined)?.[options.fileSection];
+  if (section === undefined || section === null) return {};
+  if (typeof section !== 'object' || Array.isArray(section)) {
+    problems.push({
+      key: options.fileSection ?? '(root)',
+      source: `file ${path}`,
+      message: 'expected a table of settings',
+    });
+    return {};
+  }
+  const entries = Object.entries(section as Record<string, unknown>);
+  for (const [key] of entries) {
+    if (!(key in spec))
+      problems.push({
+        key,
+        source: `file ${path}`,
+        message: `unknown setting (known: ${Object.keys(spec).join(', ')})`,
+      });
+  }
+  return Object.fromEntries(entries);
+}
+
+function coerce(type: FieldType, raw: unknown): unknown {
+  if (typeof raw !== 'string') return raw;
+  const text = raw.trim();
+  switch (type) {
+    case 'integer':
+      return /^[-+]?\d+$/.test(text) ? Number(text) : raw;
+    case 'number':
+      return text !== '' && Number.isFinite(Number(text)) ? Number(text) : raw;
+    case 'boolean':
+      if (/^(true|1|yes|on)$/i.test(text)) return true;
+      if (/^(false|0|no|off)$/i.test(text)) return false;
+      return raw;
+    case 'string[]':
+      return text
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+    default:
+      return raw;
+  }
+}
+
+function coerceFile(type: FieldType, raw: unknown): unknown {
+  return type === 'string[]' && typeof raw === 'string' ? coerce(type, raw) : raw;
+}
+
+const validators = new WeakMap<FieldSpec, ReturnType<typeof ajv.compile>>();
+
+function validate(field: FieldSpec, value: unknown): string | undefined {
+  let check = validators.get(field);
+  if (!check) {
+    const base =
+      field.type === 'string[]'
+        ? { type: 'array', items: { type: 'string' } }
+        : { type: field.type };
+    check = ajv.compile({ ...base, ...field.schema });
+    validators.set(field, check);
+  }
+  if (check(value)) return undefined;
+  return describeExpected(field);
+}
+
+function describeExpected(field: FieldSpec): string {
+  const schema = field.schema ?? {};
+  const parts: string[] = [
+    {
+      string: 'a string',
+      integer: 'an integer',
+      number: 'a number',
+      boolean: 'true or false',
+      'string[]': 'a comma-separated list',
+    }[field.type],
+  ];
+  if (Array.isArray(schema.enum))
+    parts.push(`one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`);
+  if (schema.minimum !== undefined && schema.maximum !== undefined)
+    parts.push(`from ${schema.minimum} to ${schema.maximum}`);
+  else if (schema.minimum !== undefined) parts.push(`at least ${schema.minimum}`);
+  else if (schema.maximum !== undefined) parts.push(`at most ${schema.maximum}`);
+  if (typeof schema.pattern === 'string') parts.push(`matching /${schema.pattern}/`);
+  if (typeof schema.minLength === 'number')
+    parts.push(`of at least ${schema.minLength} characters`);
+  if (typeof schema.description === 'string') parts.push(`(${schema.description})`);
+  return parts.join(' ');
+}

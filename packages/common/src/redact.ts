@@ -1,0 +1,79 @@
+/** Replacement text for every value removed from logs. */
+export const REDACTED = '[REDACTED]';
+
+// Key names whose values are credentials wherever they appear. Matched on the
+// lower-cased name with '-' and '_' removed, so `client_secret`, `clientSecret`
+// and `Client-Secret` are all caught.
+const SENSITIVE_NAME =
+  /(authorization|cookie|password|passwd|secret|token|apikey|credential|codeverifier|assertion)/;
+const SENSITIVE_EXACT = new Set(['code', 'authcode', 'authorizationcode', 'pwd']);
+// Node and library error codes (ECONNREFUSED, FST_ERR_VALIDATION) are diagnostics,
+// not OAuth codes; they are kept so failures stay debuggable.
+const ERROR_CODE = /^[A-Z][A-Z0-9_]*$/;
+
+export function isSensitiveKey(key: string): boolean {
+  const name = key.toLowerCase().replace(/[-_]/g, '');
+  return SENSITIVE_EXACT.has(name) || SENSITIVE_NAME.test(name);
+}
+
+function redactValue(key: string, value: unknown): boolean {
+  if (!isSensitiveKey(key)) return false;
+  if (key.toLowerCase() === 'code' && typeof value === 'string' && ERROR_CODE.test(value)) {
+    return false;
+  }
+  return value !== undefined && value !== null;
+}
+
+/** Strips credentials from the query string of a URL or path, keeping its shape. */
+export function redactUrl(url: string): string {
+  const queryStart = url.indexOf('?');
+  if (queryStart < 0) return url;
+  const params = new URLSearchParams(url.slice(queryStart + 1));
+  let changed = false;
+  for (const key of new Set(params.keys())) {
+    if (isSensitiveKey(key)) {
+      params.set(key, REDACTED);
+      changed = true;
+    }
+  }
+  return changed ? `${url.slice(0, queryStart)}?${params.toString()}` : url;
+}
+
+/**
+ * Returns a copy of `value` in which every credential-bearing property, at any
+ * depth, is replaced by REDACTED. Cycles and very deep structures are cut off
+ * rather than followed.
+ */
+export function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (depth > 12 || seen.has(value)) return '[Truncated]';
+  seen.add(value);
+  if (Array.isArray(value)) return value.map((item) => redactDeep(item, depth + 1, seen));
+  if (value instanceof Error) return redactError(value, depth, seen);
+  if (!isPlainObject(value) && !isHeaders(value)) return value;
+  const entries = isHeaders(value) ? [...value.entries()] : Object.entries(value);
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of entries) {
+    out[key] = redactValue(key, item) ? REDACTED : redactDeep(item, depth + 1, seen);
+  }
+  return out;
+}
+
+function redactError(error: Error, depth: number, seen: WeakSet<object>): unknown {
+  const out: Record<string, unknown> = { type: error.name, message: error.message };
+  if (error.stack) out.stack = error.stack;
+  for (const [key, item] of Object.entries(error)) {
+    out[key] = redactValue(key, item) ? REDACTED : redactDeep(item, depth + 1, seen);
+  }
+  if (error.cause !== undefined) out.cause = redactDeep(error.cause, depth + 1, seen);
+  return out;
+}
+
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function isHeaders(value: object): value is Headers {
+  return typeof Headers !== 'undefined' && value instanceof Headers;
+}

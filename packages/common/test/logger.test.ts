@@ -1,0 +1,88 @@
+import { Writable } from 'node:stream';
+import { createLogger, REDACTED, redactUrl } from '@mcp-identity/common';
+import { describe, expect, it } from 'vitest';
+
+function capture() {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const logger = createLogger({ name: 'test', level: 'debug', pretty: false, destination });
+  return { logger, lines };
+}
+
+const BEARER = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJl';
+
+describe('createLogger', () => {
+  it('writes JSON lines carrying the service name', () => {
+    const { logger, lines } = capture();
+    logger.info({ port: 5000 }, 'started');
+    const line = JSON.parse(lines[0] ?? '{}');
+    expect(line).toMatchObject({ name: 'test', msg: 'started', port: 5000, level: 30 });
+  });
+
+  it('removes a bearer token, a password and a client secret at any depth', () => {
+    const { logger, lines } = capture();
+    logger.info(
+      {
+        request: {
+          headers: {
+            Authorization: `Bearer ${BEARER}`,
+            cookie: 'sid=abc123',
+            'set-cookie': ['a=b'],
+          },
+          body: { email: 'ann@example.com', password: 'hunter2-Secret!' },
+        },
+        app: {
+          client_id: 'app-1',
+          clientSecret: 'cs-9f8e7d6c5b4a',
+          nested: [{ refresh_token: 'rt-zzz' }],
+        },
+        form: { code: 'Yx7-oauth-code-value', code_verifier: 'verifier-abc' },
+        accessToken: BEARER,
+      },
+      'login',
+    );
+    const text = lines.join('\n');
+    for (const secret of [
+      BEARER,
+      'sid=abc123',
+      'hunter2-Secret!',
+      'cs-9f8e7d6c5b4a',
+      'rt-zzz',
+      'Yx7-oauth-code-value',
+      'verifier-abc',
+    ]) {
+      expect(text).not.toContain(secret);
+    }
+    const line = JSON.parse(lines[0] ?? '{}');
+    expect(line.request.headers.Authorization).toBe(REDACTED);
+    expect(line.request.body).toEqual({ email: 'ann@example.com', password: REDACTED });
+    expect(line.app.client_id).toBe('app-1');
+    expect(line.app.nested[0].refresh_token).toBe(REDACTED);
+  });
+
+  it('keeps error codes and messages but not secrets attached to errors', () => {
+    const { logger, lines } = capture();
+    const error = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9443'), {
+      code: 'ECONNREFUSED',
+      token: BEARER,
+    });
+    logger.error({ err: error }, 'token request failed');
+    const line = JSON.parse(lines[0] ?? '{}');
+    expect(line.err.code).toBe('ECONNREFUSED');
+    expect(line.err.message).toBe('connect ECONNREFUSED 127.0.0.1:9443');
+    expect(line.err.token).toBe(REDACTED);
+    expect(lines.join('\n')).not.toContain(BEARER);
+  });
+
+  it('strips credential query parameters from URLs', () => {
+    expect(redactUrl('/cb?code=abc&state=xyz')).toBe(
+      `/cb?code=${encodeURIComponent(REDACTED)}&state=xyz`,
+    );
+    expect(redactUrl('/plain?a=1')).toBe('/plain?a=1');
+  });
+});
