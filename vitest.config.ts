@@ -17,7 +17,7 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['packages/*/test/**/*.test.ts'],
+    include: ['packages/*/test/**/*.test.ts', 'workflows/*/test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
   },

@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createApp, createLogger } from '@mcp-identity/common';
+import { startTestServer, useTempDir } from '@mcp-identity/common/testing';
+import { describe, expect, it } from 'vitest';
+import { Supervisor } from '../src/supervisor.js';
+
+const tempDir = useTempDir();
+const toy = join(import.meta.dirname, 'fixtures/toy-service.ts');
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function toySpec(mode: 'serve' | 'crash', port: number, logFile: string) {
+  return {
+    name: 'toy',
+    command: process.execPath,
+    args: ['--import', 'tsx', toy, mode, String(port)],
+    logFile,
+    healthUrl: `http://127.0.0.1:${port}/health`,
+    startTimeoutMs: 20_000,
+  };
+}
+
+describe('Supervisor', () => {
+  it('starts a service, waits for its health, and stops it gracefully', async () => {
+    const supervisor = new Supervisor();
+    const port = await freePort();
+    const logFile = join(tempDir(), 'logs/toy.log');
+    const service = await supervisor.start(toySpec('serve', port, logFile));
+    const answer = (await (await fetch(`http://127.0.0.1:${port}/pid`)).json()) as { pid: number };
+    expect(answer.pid).toBe(service.pid);
+    await supervisor.stopAll();
+    expect(await service.exited).toBe(0);
+    expect(readFileSync(logFile, 'utf8')).toContain('toy listening');
+    await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
+  });
+
+  it('reports a service that exits during start-up, with the end of its log', async () => {
+    const supervisor = new Supervisor();
+    const logFile = join(tempDir(), 'crash.log');
+    const failure = supervisor.start(toySpec('crash', await freePort(), logFile));
+    await expect(failure).rejects.toThrow(/toy did not start: the process exited with code 3/);
+    await expect(failure).rejects.toThrow(/fatal: cannot open database/);
+  });
+
+  it('gives up on a service that never becomes healthy, naming the URL', async () => {
+    const supervisor = new Supervisor();
+    const unhealthy = await startTestServer(
+      createApp({ logger: createLogger({ level: 'silent' }) }),
+    );
+    const spec = {
+      ...toySpec('serve', await freePort(), join(tempDir(), 'wrong.log')),
+      startTimeoutMs: 1000,
+    };
+    spec.healthUrl = `${unhealthy.url}/health`;
+    await expect(supervisor.start(spec)).rejects.toThrow(
+      `toy did not start: ${unhealthy.url}/health not healthy after 1 s (HTTP 404)`,
+    );
+    await supervisor.stopAll();
+  });
+});
