@@ -18,6 +18,7 @@ export default defineConfig({
   },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'workflows/*/test/**/*.test.ts'],
+    reporters: ['default', './tools/summary-reporter.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
   },
