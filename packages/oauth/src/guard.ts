@@ -1,0 +1,140 @@
+import type { KeyObject } from 'node:crypto';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { CryptoKey, JWK, JWTPayload, JWTVerifyGetKey } from 'jose';
+import { jwtVerify } from 'jose';
+import type { Clock } from './clock.js';
+import { systemClock } from './clock.js';
+import { BadRequestError } from './errors.js';
+import type { IssuerOptions } from './issuer.js';
+import { createIssuerResolver, normalizeBasePath } from './issuer.js';
+import { SCOPE } from './options.js';
+
+export type VerificationKey = CryptoKey | KeyObject | JWK | Uint8Array | JWTVerifyGetKey;
+
+export interface McpGuardOptions extends IssuerOptions {
+  /** The access-token verification key, or a key getter such as jose's `createLocalJWKSet`. */
+  key: VerificationKey;
+  /** Accepted JWS algorithms, pinned (e.g. `['ES256']`); `none` is never accepted. */
+  algorithms: string[];
+  /** Path guarded with everything under it, relative to `basePath`. Default `/mcp`. */
+  mcpPath?: string;
+  clock?: Clock;
+}
+
+/** Who called `/mcp`, as proven by the access token. */
+export interface McpAuth {
+  token: string;
+  subject: string;
+  clientId: string | undefined;
+  scopes: string[];
+  claims: JWTPayload;
+}
+
+const authByRequest = new WeakMap<FastifyRequest, McpAuth>();
+
+/** The verified caller of a guarded request (undefined on unguarded paths). */
+export function getMcpAuth(request: FastifyRequest): McpAuth | undefined {
+  return authByRequest.get(request);
+}
+
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+function decodedPath(url: string): string | undefined {
+  const path = url.split('?')[0] ?? '';
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+function scopesOf(claims: JWTPayload): string[] {
+  return typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
+}
+
+/**
+ * An `onRequest` hook protecting `<basePath><mcpPath>` and everything under it (spec §5.1):
+ * no or invalid token → 401 with the spec's exact challenge; a valid token without
+ * `mcp:tools` → 403 `insufficient_scope` (design §4). Other paths pass untouched.
+ */
+export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHandler {
+  const algorithms = options.algorithms.filter((alg) => alg.toLowerCase() !== 'none');
+  if (algorithms.length === 0) throw new TypeError('createMcpGuard needs a pinned algorithm');
+  const issuerOf = createIssuerResolver(options);
+  const guarded = `${normalizeBasePath(options.basePath)}${options.mcpPath ?? '/mcp'}`;
+  const clock = options.clock ?? systemClock;
+  const key = options.key;
+
+  async function verify(token: string, issuer: string): Promise<JWTPayload> {
+    const verifyOptions = {
+      algorithms,
+      issuer,
+      audience: `${issuer}/mcp`,
+      currentDate: new Date(clock()),
+      requiredClaims: ['exp', 'sub'],
+    };
+    const result =
+      typeof key === 'function'
+        ? await jwtVerify(token, key, verifyOptions)
+        : await jwtVerify(token, key, verifyOptions);
+    return result.payload;
+  }
+
+  function challenge(reply: FastifyReply, issuer: string) {
+    return reply
+      .code(401)
+      .header(
+        'www-authenticate',
+        `Bearer realm="mcp", resource_metadata="${issuer}/.well-known/oauth-protected-resource"`,
+      )
+      .send({
+        error: 'invalid_token',
+        error_description: 'A valid Bearer access token with scope mcp:tools is required.',
+      });
+  }
+
+  const isGuarded = (path: string | undefined) =>
+    path !== undefined && (path === guarded || path.startsWith(`${guarded}/`));
+
+  return async (request, reply) => {
+    // The route that matched decides, not the raw URL: the router decodes percent-escapes,
+    // so `/%6Dcp` reaches the /mcp handler while its URL does not start with /mcp.
+    if (!isGuarded(request.routeOptions.url) && !isGuarded(decodedPath(request.url))) return;
+    let issuer: string;
+    try {
+      issuer = issuerOf(request);
+    } catch (error) {
+      if (!(error instanceof BadRequestError)) throw error;
+      return reply.code(400).send({ error: 'invalid_request', error_description: error.message });
+    }
+    const header = request.headers.authorization;
+    const match = header === undefined ? null : BEARER.exec(header);
+    if (match?.[1] === undefined) return challenge(reply, issuer);
+    let claims: JWTPayload;
+    try {
+      claims = await verify(match[1], issuer);
+    } catch {
+      return challenge(reply, issuer);
+    }
+    const scopes = scopesOf(claims);
+    if (!scopes.includes(SCOPE)) {
+      return reply
+        .code(403)
+        .header(
+          'www-authenticate',
+          `Bearer error="insufficient_scope", scope="${SCOPE}", resource_metadata="${issuer}/.well-known/oauth-protected-resource"`,
+        )
+        .send({
+          error: 'insufficient_scope',
+          error_description: 'The token lacks scope mcp:tools.',
+        });
+    }
+    authByRequest.set(request, {
+      token: match[1],
+      subject: claims.sub as string,
+      clientId: typeof claims.client_id === 'string' ? claims.client_id : undefined,
+      scopes,
+      claims,
+    });
+  };
+}

@@ -1,0 +1,36 @@
+export type { Clock } from './clock.js';
+export { systemClock } from './clock.js';
+export type { McpAuth, McpGuardOptions, VerificationKey } from './guard.js';
+export { createMcpGuard, getMcpAuth } from './guard.js';
+export type { IssuerOptions, IssuerResolver } from './issuer.js';
+export { createIssuerResolver } from './issuer.js';
+export type { SigningAlgorithm, SigningKey, SignTokenRequest } from './keys.js';
+export {
+  createAccessTokenIssuer,
+  generateSigningKey,
+  loadOrCreateSigningKey,
+  publicJwks,
+  signToken,
+} from './keys.js';
+export type {
+  AccessTokenRequest,
+  IssueAccessTokenHook,
+  LoginFailureReason,
+  LoginHook,
+  LoginResult,
+  OAuthLimits,
+  OAuthServerOptions,
+} from './options.js';
+export { CLIENT_TTL_MS, CODE_TTL_MS, DEFAULT_LIMITS, SCOPE } from './options.js';
+export { oauthServer } from './plugin.js';
+export { authorizationServerMetadata, protectedResourceMetadata } from './routes/discovery.js';
+export type {
+  AuthorizationCodeEntry,
+  AuthorizationTransaction,
+  CodeRedemption,
+  OAuthStore,
+  RefreshRotation,
+  RefreshTokenEntry,
+  RegisteredClient,
+} from './store.js';
+export { MemoryOAuthStore } from './store.js';

@@ -1,0 +1,131 @@
+import type { Clock } from './clock.js';
+import { systemClock } from './clock.js';
+import type { OAuthStore } from './store.js';
+import { MemoryOAuthStore } from './store.js';
+
+/** Why the host's login operation refused the credentials; drives the re-rendered message. */
+export type LoginFailureReason =
+  | 'invalid_credentials'
+  | 'locked'
+  | 'disabled'
+  | 'password_expired'
+  | (string & {});
+
+export type LoginResult = { ok: true; userId: string } | { ok: false; reason: LoginFailureReason };
+
+/**
+ * The host application's own login operation (spec §5.1 rule 6), called with remember-me
+ * false: it must verify the credentials and must not start a persistent session.
+ */
+export type LoginHook = (credentials: { email: string; password: string }) => Promise<LoginResult>;
+
+export interface AccessTokenRequest {
+  userId: string;
+  clientId: string;
+  /** Always `mcp:tools` for tokens issued by this authorization server. */
+  scope: string;
+  /** `<issuer>/mcp`. */
+  audience: string;
+  issuer: string;
+}
+
+/** The host's token generation operation: a signed JWT carrying the given claims and a `jti`. */
+export type IssueAccessTokenHook = (
+  request: AccessTokenRequest,
+) => Promise<{ token: string; expiresIn: number }>;
+
+export interface OAuthLimits {
+  /** Live (unexpired) dynamic clients; registration answers 503 beyond it. */
+  maxClients: number;
+  /** Registrations per client IP per hour; 429 beyond it. */
+  registrationsPerIpPerHour: number;
+  /** Login forms awaiting submission; the authorize endpoint answers 503 beyond it. */
+  maxPendingAuthorizations: number;
+  /** Authorize requests (GET and POST) per client IP per minute; 429 beyond it. */
+  authorizeRequestsPerIpPerMinute: number;
+  /** Token requests per client IP per minute; 429 beyond it. */
+  tokenRequestsPerIpPerMinute: number;
+  /** Failed logins per account (e-mail) before further attempts are refused for the window. */
+  loginFailuresPerAccount: number;
+  /** Failed logins per client IP before further attempts are refused for the window. */
+  loginFailuresPerIp: number;
+  /** Length of the login throttling window. */
+  loginThrottleWindowSeconds: number;
+}
+
+export const DEFAULT_LIMITS: OAuthLimits = {
+  maxClients: 10_000,
+  registrationsPerIpPerHour: 20,
+  maxPendingAuthorizations: 10_000,
+  authorizeRequestsPerIpPerMinute: 120,
+  tokenRequestsPerIpPerMinute: 600,
+  loginFailuresPerAccount: 5,
+  loginFailuresPerIp: 20,
+  loginThrottleWindowSeconds: 15 * 60,
+};
+
+export interface OAuthServerOptions {
+  login: LoginHook;
+  issueAccessToken: IssueAccessTokenHook;
+  /** Fixed issuer, e.g. `https://mcp.example.com`; otherwise derived from each request. */
+  publicUrl?: string;
+  /** Honour `X-Forwarded-Proto/Host/Prefix` when deriving the issuer. Off by default. */
+  trustProxy?: boolean;
+  /**
+   * Public keys of the access-token signer. When given, they are served at
+   * `<issuer>/oauth/jwks` and advertised as `jwks_uri`.
+   */
+  jwks?: () => Promise<{ keys: object[] }>;
+  /** Shown on the login page. */
+  applicationName?: string;
+  store?: OAuthStore;
+  clock?: Clock;
+  limits?: Partial<OAuthLimits>;
+  /** Lifetime of refresh tokens (each rotation starts a new one). Default 14 days. */
+  refreshTokenTtlSeconds?: number;
+}
+
+export interface ResolvedOptions {
+  login: LoginHook;
+  issueAccessToken: IssueAccessTokenHook;
+  jwks: (() => Promise<{ keys: object[] }>) | undefined;
+  applicationName: string;
+  store: OAuthStore;
+  clock: Clock;
+  limits: OAuthLimits;
+  refreshTokenTtlMs: number;
+}
+
+export const SCOPE = 'mcp:tools';
+export const CODE_TTL_MS = 2 * 60 * 1000;
+export const CLIENT_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long a login form stays usable. */
+export const TRANSACTION_TTL_MS = 10 * 60 * 1000;
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(`${name} must be a positive integer`);
+  }
+  return value;
+}
+
+export function resolveOptions(options: OAuthServerOptions): ResolvedOptions {
+  if (typeof options.login !== 'function') throw new TypeError('login hook is required');
+  if (typeof options.issueAccessToken !== 'function') {
+    throw new TypeError('issueAccessToken hook is required');
+  }
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  for (const [name, value] of Object.entries(limits)) positiveInteger(`limits.${name}`, value);
+  return {
+    login: options.login,
+    issueAccessToken: options.issueAccessToken,
+    jwks: options.jwks,
+    applicationName: options.applicationName ?? 'MCP server',
+    store: options.store ?? new MemoryOAuthStore(),
+    clock: options.clock ?? systemClock,
+    limits,
+    refreshTokenTtlMs:
+      positiveInteger('refreshTokenTtlSeconds', options.refreshTokenTtlSeconds ?? 14 * 86_400) *
+      1000,
+  };
+}

@@ -1,0 +1,291 @@
+import { randomToken, sha256Base64Url } from '@mcp-identity/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { singleParam } from '../context.js';
+import { renderErrorPage, renderLoginPage, sendHtml } from '../html.js';
+import type { LoginFailureReason } from '../options.js';
+import { CODE_TTL_MS, SCOPE, TRANSACTION_TTL_MS } from '../options.js';
+import { isS256Challenge } from '../pkce.js';
+import { WindowCounter } from '../rate-limit.js';
+import { isRedirectUriAllowed } from '../redirect-uris.js';
+
+/** The validated authorize parameters (spec §2.6). */
+interface AuthorizeRequest {
+  clientId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  state: string;
+  scope: string | undefined;
+  resource: string | undefined;
+}
+
+type Validation = { ok: true; value: AuthorizeRequest } | { ok: false; message: string };
+
+const PARAMS = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'code_challenge',
+  'code_challenge_method',
+  'state',
+  'scope',
+  'resource',
+] as const;
+type ParamName = (typeof PARAMS)[number];
+
+function readParams(
+  source: unknown,
+): { ok: true; params: Partial<Record<ParamName, string>> } | { ok: false; message: string } {
+  const params: Partial<Record<ParamName, string>> = {};
+  for (const name of PARAMS) {
+    const read = singleParam(source, name);
+    if (!read.ok) return { ok: false, message: `The parameter ${name} must be given once.` };
+    if (read.value !== undefined) params[name] = read.value;
+  }
+  return { ok: true, params };
+}
+
+/**
+ * Spec §4.1 rule 1, identical for GET and POST. Nothing here redirects: until client and
+ * redirect URI are known to be good, the browser must not be sent anywhere (RFC 9700 §4.11).
+ */
+async function validateAuthorize(
+  source: unknown,
+  issuer: string,
+  ctx: ServerContext,
+): Promise<Validation> {
+  const read = readParams(source);
+  if (!read.ok) return read;
+  const p = read.params;
+  const fail = (message: string): Validation => ({ ok: false, message });
+  if (p.client_id === undefined) return fail('The client_id parameter is missing.');
+  const client = await ctx.store.getClient(p.client_id);
+  if (client === undefined || client.expiresAt <= ctx.clock()) {
+    return fail('The client is not registered or its registration has expired.');
+  }
+  if (p.redirect_uri === undefined) return fail('The redirect_uri parameter is missing.');
+  if (!isRedirectUriAllowed(client.redirectUris, p.redirect_uri)) {
+    return fail('The redirect_uri is not allowed for this client.');
+  }
+  if (p.response_type !== 'code') return fail('The response_type must be code.');
+  if (p.code_challenge === undefined) return fail('The code_challenge parameter is missing.');
+  if (p.code_challenge_method !== 'S256') return fail('The code_challenge_method must be S256.');
+  if (!isS256Challenge(p.code_challenge)) {
+    return fail('The code_challenge is not a Base64Url-encoded SHA-256 digest.');
+  }
+  if (p.state === undefined) return fail('The state parameter is missing.');
+  if (p.resource !== undefined && p.resource !== `${issuer}/mcp`) {
+    return fail(`The resource must be ${issuer}/mcp.`);
+  }
+  return {
+    ok: true,
+    value: {
+      clientId: p.client_id,
+      redirectUri: p.redirect_uri,
+      codeChallenge: p.code_challenge,
+      state: p.state,
+      scope: p.scope,
+      resource: p.resource,
+    },
+  };
+}
+
+/** RFC 5321's path limit; longer input cannot be an account and is not passed to the host. */
+const MAX_EMAIL_LENGTH = 320;
+const MAX_PASSWORD_LENGTH = 1024;
+
+function redirectHost(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.host === '' ? `${url.protocol}` : url.host;
+}
+
+const LOGIN_MESSAGES: Record<string, string> = {
+  invalid_credentials: 'The e-mail address or password is incorrect.',
+  locked: 'This account is locked. Contact your administrator.',
+  disabled: 'This account is disabled. Contact your administrator.',
+  password_expired: 'The password of this account has expired. Change it in the application.',
+};
+
+function loginFailureMessage(reason: LoginFailureReason): string {
+  return LOGIN_MESSAGES[reason] ?? 'Sign-in failed.';
+}
+
+export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const throttleWindowMs = ctx.limits.loginThrottleWindowSeconds * 1000;
+  const accountFailures = new WindowCounter(
+    ctx.limits.loginFailuresPerAccount,
+    throttleWindowMs,
+    ctx.clock,
+  );
+  const ipFailures = new WindowCounter(ctx.limits.loginFailuresPerIp, throttleWindowMs, ctx.clock);
+
+  const perIp = new WindowCounter(ctx.limits.authorizeRequestsPerIpPerMinute, 60_000, ctx.clock);
+
+  const invalidRequest = (reply: FastifyReply, message: string) =>
+    sendHtml(reply, 400, renderErrorPage('Invalid authorization request', message));
+
+  /** Bounds unauthenticated work: authorize requests per client IP. */
+  function rateLimited(request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
+    if (perIp.hit(request.ip)) return undefined;
+    reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+    return sendHtml(
+      reply,
+      429,
+      renderErrorPage(
+        'Too many requests',
+        'Too many sign-in requests from your address. Try again in a minute.',
+      ),
+    );
+  }
+
+  /** Bounds memory: each rendered form holds a transaction until it is used or expires. */
+  async function atCapacity(): Promise<boolean> {
+    const cap = ctx.limits.maxPendingAuthorizations;
+    if ((await ctx.store.countTransactions()) < cap) return false;
+    await ctx.store.pruneExpired(ctx.clock());
+    return (await ctx.store.countTransactions()) >= cap;
+  }
+
+  /** Renders the form with a fresh single-use CSRF token bound to a new server-side transaction. */
+  async function showLoginForm(
+    reply: FastifyReply,
+    request: AuthorizeRequest,
+    status: number,
+    extra: { email?: string; error?: string } = {},
+  ): Promise<FastifyReply> {
+    const csrfToken = randomToken(32);
+    await ctx.store.saveTransaction(sha256Base64Url(csrfToken), {
+      clientId: request.clientId,
+      redirectUri: request.redirectUri,
+      codeChallenge: request.codeChallenge,
+      state: request.state,
+      expiresAt: ctx.clock() + TRANSACTION_TTL_MS,
+    });
+    const hidden: Array<readonly [string, string]> = [
+      ['client_id', request.clientId],
+      ['redirect_uri', request.redirectUri],
+      ['response_type', 'code'],
+      ['code_challenge', request.codeChallenge],
+      ['code_challenge_method', 'S256'],
+      ['state', request.state],
+    ];
+    if (request.scope !== undefined) hidden.push(['scope', request.scope]);
+    if (request.resource !== undefined) hidden.push(['resource', request.resource]);
+    hidden.push(['csrf_token', csrfToken]);
+    return sendHtml(
+      reply,
+      status,
+      renderLoginPage({
+        applicationName: ctx.applicationName,
+        clientId: request.clientId,
+        redirectHost: redirectHost(request.redirectUri),
+        hidden,
+        ...extra,
+      }),
+    );
+  }
+
+  app.get('/oauth/authorize', async (request, reply) => {
+    const limited = rateLimited(request, reply);
+    if (limited !== undefined) return limited;
+    const validation = await validateAuthorize(request.query, ctx.issuer(request), ctx);
+    if (!validation.ok) return invalidRequest(reply, validation.message);
+    if (await atCapacity()) {
+      return sendHtml(
+        reply,
+        503,
+        renderErrorPage('Service busy', 'Too many sign-ins are in progress. Try again later.'),
+      );
+    }
+    return showLoginForm(reply, validation.value, 200);
+  });
+
+  /** The CSRF token must name a live transaction made for exactly these parameters. */
+  async function checkTransaction(
+    request: FastifyRequest,
+    authorize: AuthorizeRequest,
+  ): Promise<boolean> {
+    const token = singleParam(request.body, 'csrf_token');
+    if (!token.ok || token.value === undefined) return false;
+    const txn = await ctx.store.consumeTransaction(sha256Base64Url(token.value));
+    return (
+      txn !== undefined &&
+      txn.expiresAt > ctx.clock() &&
+      txn.clientId === authorize.clientId &&
+      txn.redirectUri === authorize.redirectUri &&
+      txn.codeChallenge === authorize.codeChallenge &&
+      txn.state === authorize.state
+    );
+  }
+
+  app.post('/oauth/authorize', async (request, reply) => {
+    const limited = rateLimited(request, reply);
+    if (limited !== undefined) return limited;
+    const issuer = ctx.issuer(request);
+    const validation = await validateAuthorize(request.body, issuer, ctx);
+    if (!validation.ok) return invalidRequest(reply, validation.message);
+    const authorize = validation.value;
+    if (!(await checkTransaction(request, authorize))) {
+      return invalidRequest(
+        reply,
+        'The sign-in form has expired or was already submitted. Start again from your application.',
+      );
+    }
+    const email = singleParam(request.body, 'email');
+    const password = singleParam(request.body, 'password');
+    if (
+      !email.ok ||
+      !password.ok ||
+      email.value === undefined ||
+      password.value === undefined ||
+      email.value.length > MAX_EMAIL_LENGTH ||
+      password.value.length > MAX_PASSWORD_LENGTH
+    ) {
+      return showLoginForm(reply, authorize, 200, { error: 'Enter your e-mail and password.' });
+    }
+    const account = email.value.trim().toLowerCase();
+    if (accountFailures.isExceeded(account) || ipFailures.isExceeded(request.ip)) {
+      return showLoginForm(reply, authorize, 429, {
+        email: email.value,
+        error: 'Too many failed sign-in attempts. Wait a few minutes and try again.',
+      });
+    }
+    let result: Awaited<ReturnType<ServerContext['login']>>;
+    try {
+      result = await ctx.login({ email: email.value, password: password.value });
+    } catch (error) {
+      request.log.error({ err: error }, 'login hook failed');
+      return showLoginForm(reply, authorize, 503, {
+        email: email.value,
+        error: 'Sign-in is temporarily unavailable. Try again later.',
+      });
+    }
+    if (!result.ok) {
+      accountFailures.hit(account);
+      ipFailures.hit(request.ip);
+      return showLoginForm(reply, authorize, 200, {
+        email: email.value,
+        error: loginFailureMessage(result.reason),
+      });
+    }
+    accountFailures.reset(account);
+    const now = ctx.clock();
+    await ctx.store.pruneExpired(now);
+    const code = randomToken(32);
+    await ctx.store.saveCode(sha256Base64Url(code), {
+      userId: result.userId,
+      clientId: authorize.clientId,
+      redirectUri: authorize.redirectUri,
+      codeChallenge: authorize.codeChallenge,
+      scope: SCOPE,
+      grantId: randomToken(16),
+      expiresAt: now + CODE_TTL_MS,
+    });
+    const location = new URL(authorize.redirectUri);
+    location.searchParams.set('code', code);
+    location.searchParams.set('state', authorize.state);
+    location.searchParams.set('iss', issuer);
+    // 303, never 307: the browser must not replay the credential POST to the client.
+    return reply.code(303).header('cache-control', 'no-store').redirect(location.href, 303);
+  });
+}

@@ -1,0 +1,99 @@
+import { oauthError, randomToken } from '@mcp-identity/common';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { CLIENT_TTL_MS } from '../options.js';
+import { WindowCounter } from '../rate-limit.js';
+import { MAX_REDIRECT_URIS, redirectUriProblem } from '../redirect-uris.js';
+
+type RedirectUris = { ok: true; uris: string[] } | { ok: false; problem: string };
+
+/**
+ * Spec §2.5: only `redirect_uris` is read, only from a JSON body that is an object whose
+ * property is an array; empty and null entries are dropped. Anything else registers a
+ * client without redirect URIs (registration "always" succeeds, spec §3).
+ */
+function readRedirectUris(request: FastifyRequest): RedirectUris {
+  const contentType = request.headers['content-type'] ?? '';
+  if (!contentType.toLowerCase().includes('application/json')) return { ok: true, uris: [] };
+  let body: unknown;
+  try {
+    body = JSON.parse(typeof request.body === 'string' ? request.body : '');
+  } catch {
+    return { ok: true, uris: [] };
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return { ok: true, uris: [] };
+  }
+  const raw = (body as { redirect_uris?: unknown }).redirect_uris;
+  if (!Array.isArray(raw)) return { ok: true, uris: [] };
+  const uris: string[] = [];
+  for (const entry of raw) {
+    if (entry === null || entry === '') continue;
+    if (typeof entry !== 'string') return { ok: false, problem: 'redirect_uris must be strings' };
+    const problem = redirectUriProblem(entry);
+    if (problem !== undefined) return { ok: false, problem };
+    uris.push(entry);
+  }
+  if (uris.length > MAX_REDIRECT_URIS) {
+    return { ok: false, problem: `at most ${MAX_REDIRECT_URIS} redirect URIs may be registered` };
+  }
+  return { ok: true, uris };
+}
+
+export async function registerRegistrationRoute(
+  app: FastifyInstance,
+  ctx: ServerContext,
+): Promise<void> {
+  const perIp = new WindowCounter(ctx.limits.registrationsPerIpPerHour, 3_600_000, ctx.clock);
+  // Its own context: the body is read as text whatever the content type, so the spec's
+  // "only when the content type contains application/json" rule is ours to apply.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+      done(null, body);
+    });
+    scope.post('/oauth/register', async (request, reply) => {
+      if (!perIp.hit(request.ip)) {
+        reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+        return oauthError(
+          reply,
+          429,
+          'too_many_requests',
+          'Too many client registrations from this address; try again later.',
+        );
+      }
+      const redirectUris = readRedirectUris(request);
+      if (!redirectUris.ok) {
+        return oauthError(reply, 400, 'invalid_redirect_uri', redirectUris.problem);
+      }
+      const now = ctx.clock();
+      await ctx.store.pruneExpiredClients(now);
+      if ((await ctx.store.countClients()) >= ctx.limits.maxClients) {
+        return oauthError(
+          reply,
+          503,
+          'temporarily_unavailable',
+          'The server holds too many registered clients; try again later.',
+        );
+      }
+      const clientId = randomToken(32);
+      await ctx.store.saveClient({
+        clientId,
+        redirectUris: redirectUris.uris,
+        issuedAt: now,
+        expiresAt: now + CLIENT_TTL_MS,
+      });
+      return reply
+        .code(200)
+        .header('cache-control', 'no-store')
+        .send({
+          client_id: clientId,
+          client_id_issued_at: Math.floor(now / 1000),
+          token_endpoint_auth_method: 'none',
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          redirect_uris: redirectUris.uris,
+        });
+    });
+  });
+}

@@ -1,0 +1,180 @@
+import { oauthError, randomToken, sha256Base64Url } from '@mcp-identity/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { singleParam } from '../context.js';
+import { verifyS256 } from '../pkce.js';
+import { WindowCounter } from '../rate-limit.js';
+
+export const INVALID_CODE = 'The authorization code is invalid or expired.';
+export const CODE_MISMATCH = 'The authorization code does not match the request.';
+export const PKCE_FAILED = 'PKCE verification failed.';
+export const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.';
+
+type Params<K extends string> = { ok: true; values: Record<K, string> } | { ok: false };
+
+/** Required single-valued parameters; absent or repeated ones make the request malformed. */
+function required<K extends string>(body: unknown, names: readonly K[]): Params<K> {
+  const values = {} as Record<K, string>;
+  for (const name of names) {
+    const read = singleParam(body, name);
+    if (!read.ok || read.value === undefined) return { ok: false };
+    values[name] = read.value;
+  }
+  return { ok: true, values };
+}
+
+export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): void {
+  const perIp = new WindowCounter(ctx.limits.tokenRequestsPerIpPerMinute, 60_000, ctx.clock);
+
+  /** RFC 8707: a `resource` other than this server's MCP endpoint is refused before any state changes. */
+  function resourceProblem(request: FastifyRequest, issuer: string): boolean {
+    const resource = singleParam(request.body, 'resource');
+    return !resource.ok || (resource.value !== undefined && resource.value !== `${issuer}/mcp`);
+  }
+
+  async function issueTokens(
+    reply: FastifyReply,
+    grant: { userId: string; clientId: string; scope: string; familyId: string },
+    accessToken: { token: string; expiresIn: number },
+  ): Promise<FastifyReply> {
+    const refreshToken = randomToken(32);
+    await ctx.store.saveRefreshToken(sha256Base64Url(refreshToken), {
+      familyId: grant.familyId,
+      userId: grant.userId,
+      clientId: grant.clientId,
+      scope: grant.scope,
+      expiresAt: ctx.clock() + ctx.refreshTokenTtlMs,
+    });
+    return reply.code(200).header('cache-control', 'no-store').header('pragma', 'no-cache').send({
+      access_token: accessToken.token,
+      token_type: 'Bearer',
+      expires_in: accessToken.expiresIn,
+      refresh_token: refreshToken,
+      scope: grant.scope,
+    });
+  }
+
+  function accessToken(issuer: string, grant: { userId: string; clientId: string; scope: string }) {
+    return ctx.issueAccessToken({
+      userId: grant.userId,
+      clientId: grant.clientId,
+      scope: grant.scope,
+      audience: `${issuer}/mcp`,
+      issuer,
+    });
+  }
+
+  /** Spec §4.1 rule 3, in this order: consume, bindings, PKCE, issue. */
+  async function authorizationCodeGrant(request: FastifyRequest, reply: FastifyReply) {
+    const issuer = ctx.issuer(request);
+    const params = required(request.body, ['code', 'client_id', 'redirect_uri', 'code_verifier']);
+    if (!params.ok) {
+      return oauthError(
+        reply,
+        400,
+        'invalid_request',
+        'code, client_id, redirect_uri and code_verifier are required, once each.',
+      );
+    }
+    if (resourceProblem(request, issuer)) {
+      return oauthError(reply, 400, 'invalid_target', `The resource must be ${issuer}/mcp.`);
+    }
+    const { code, client_id, redirect_uri, code_verifier } = params.values;
+    const redemption = await ctx.store.consumeCode(sha256Base64Url(code));
+    if (redemption.outcome === 'replayed') {
+      request.log.warn(
+        { clientId: client_id },
+        'authorization code replayed; its grant is revoked',
+      );
+    }
+    if (redemption.outcome !== 'redeemed' || redemption.entry.expiresAt <= ctx.clock()) {
+      return oauthError(reply, 400, 'invalid_grant', INVALID_CODE);
+    }
+    const entry = redemption.entry;
+    if (entry.clientId !== client_id || entry.redirectUri !== redirect_uri) {
+      return oauthError(reply, 400, 'invalid_grant', CODE_MISMATCH);
+    }
+    if (!verifyS256(code_verifier, entry.codeChallenge)) {
+      return oauthError(reply, 400, 'invalid_grant', PKCE_FAILED);
+    }
+    const grant = { userId: entry.userId, clientId: entry.clientId, scope: entry.scope };
+    const token = await accessToken(issuer, grant);
+    return issueTokens(reply, { ...grant, familyId: entry.grantId }, token);
+  }
+
+  /**
+   * Rotation on every use (OAuth 2.1 §4.3.1 for public clients). The token is validated
+   * first and rotated last, so a refused request never burns a good token; presenting an
+   * already rotated token revokes its whole family.
+   */
+  async function refreshTokenGrant(request: FastifyRequest, reply: FastifyReply) {
+    const issuer = ctx.issuer(request);
+    const params = required(request.body, ['refresh_token', 'client_id']);
+    if (!params.ok) {
+      return oauthError(
+        reply,
+        400,
+        'invalid_request',
+        'refresh_token and client_id are required, once each.',
+      );
+    }
+    if (resourceProblem(request, issuer)) {
+      return oauthError(reply, 400, 'invalid_target', `The resource must be ${issuer}/mcp.`);
+    }
+    const tokenHash = sha256Base64Url(params.values.refresh_token);
+    const now = ctx.clock();
+    const entry = await ctx.store.getRefreshToken(tokenHash, now);
+    if (entry === undefined) {
+      const rotation = await ctx.store.rotateRefreshToken(tokenHash, now);
+      if (rotation.outcome === 'reused') {
+        request.log.warn(
+          { clientId: rotation.entry.clientId },
+          'refresh token reused; family revoked',
+        );
+      }
+      return oauthError(reply, 400, 'invalid_grant', INVALID_REFRESH);
+    }
+    if (entry.clientId !== params.values.client_id) {
+      return oauthError(
+        reply,
+        400,
+        'invalid_grant',
+        'The refresh token was issued to another client.',
+      );
+    }
+    const token = await accessToken(issuer, entry);
+    const rotation = await ctx.store.rotateRefreshToken(tokenHash, now);
+    if (rotation.outcome !== 'rotated') {
+      return oauthError(reply, 400, 'invalid_grant', INVALID_REFRESH);
+    }
+    return issueTokens(reply, entry, token);
+  }
+
+  app.post('/oauth/token', async (request, reply) => {
+    if (!perIp.hit(request.ip)) {
+      reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+      return oauthError(reply, 429, 'too_many_requests', 'Too many token requests; slow down.');
+    }
+    const contentType = request.headers['content-type'] ?? '';
+    if (!contentType.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+      return oauthError(
+        reply,
+        400,
+        'invalid_request',
+        'The token request must be application/x-www-form-urlencoded.',
+      );
+    }
+    const grantType = singleParam(request.body, 'grant_type');
+    if (!grantType.ok || grantType.value === undefined) {
+      return oauthError(reply, 400, 'invalid_request', 'grant_type is required, once.');
+    }
+    if (grantType.value === 'authorization_code') return authorizationCodeGrant(request, reply);
+    if (grantType.value === 'refresh_token') return refreshTokenGrant(request, reply);
+    return oauthError(
+      reply,
+      400,
+      'unsupported_grant_type',
+      'Supported grant types are authorization_code and refresh_token.',
+    );
+  });
+}

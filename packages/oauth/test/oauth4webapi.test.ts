@@ -1,0 +1,93 @@
+import * as oauth from 'oauth4webapi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  getAuthorize,
+  hiddenFields,
+  postLogin,
+  REDIRECT_URI,
+  registerClient,
+} from './fixtures/flow.js';
+import type { TestHost } from './fixtures/host.js';
+import { ALICE, startHost } from './fixtures/host.js';
+
+// Loopback test servers speak plain http, which the strict client refuses unless told.
+const insecure = { [oauth.allowInsecureRequests]: true } as const;
+
+describe('a strict OAuth client (oauth4webapi)', () => {
+  let host: TestHost;
+  beforeAll(async () => {
+    host = await startHost();
+  });
+  afterAll(() => host.close());
+
+  it('performs discovery, the code flow with PKCE and iss, a refresh, and validates the JWT', async () => {
+    const issuer = new URL(host.url);
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+    );
+    expect(as.code_challenge_methods_supported).toEqual(['S256']);
+
+    // Registration goes through fetch: the spec answers 200, oauth4webapi insists on RFC 7591's 201.
+    const client: oauth.Client = { client_id: await registerClient(host.url) };
+    const verifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const authorizeUrl = new URL(as.authorization_endpoint ?? '');
+    authorizeUrl.search = new URLSearchParams({
+      client_id: client.client_id,
+      redirect_uri: REDIRECT_URI,
+      response_type: 'code',
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      scope: 'mcp:tools',
+    }).toString();
+
+    const form = await getAuthorize(host.url, Object.fromEntries(authorizeUrl.searchParams));
+    expect(form.response.status).toBe(200);
+    const login = await postLogin(host.url, hiddenFields(form.html), ALICE);
+    const callback = new URL(login.headers.get('location') ?? '');
+    const params = oauth.validateAuthResponse(as, client, callback, state);
+
+    const tokenResponse = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.None(),
+      params,
+      REDIRECT_URI,
+      verifier,
+      insecure,
+    );
+    const tokens = await oauth.processAuthorizationCodeResponse(as, client, tokenResponse);
+    expect(tokens.token_type).toBe('bearer');
+    expect(tokens.scope).toBe('mcp:tools');
+    expect(tokens.refresh_token).toBeDefined();
+
+    const claims = await oauth.validateJwtAccessToken(
+      as,
+      new Request(`${host.url}/mcp`, {
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+      }),
+      `${host.url}/mcp`,
+      insecure,
+    );
+    expect(claims).toMatchObject({
+      sub: ALICE.id,
+      client_id: client.client_id,
+      scope: 'mcp:tools',
+    });
+
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(
+        as,
+        client,
+        oauth.None(),
+        tokens.refresh_token ?? '',
+        insecure,
+      ),
+    );
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+  });
+});
