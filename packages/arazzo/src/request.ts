@@ -1,0 +1,214 @@
+/** Turning an operation step (parameters, request body, server, credentials) into a request. */
+import {
+  type ExchangeRequest,
+  type ExpressionScope,
+  evaluateValue,
+  looksLikeExpression,
+  parseTemplate,
+  renderTemplate,
+} from './expression.js';
+import { setByPointer } from './json-pointer.js';
+import { type ArazzoModel, resolveParameters } from './model.js';
+import type { Operation } from './openapi.js';
+import type { AppliedCredentials } from './security.js';
+import type { ParameterObject, RequestBodyObject, StepObject, WorkflowObject } from './types.js';
+
+/** A step's request cannot be built (missing path value, bad replacement target, ...). */
+export class RequestBuildError extends Error {}
+
+export interface BuiltRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string | Uint8Array;
+  exchange: ExchangeRequest;
+}
+
+function parameterKey(parameter: ParameterObject): string {
+  const name = parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name;
+  return `${parameter.in}\u0000${name}`;
+}
+
+/** Workflow-level parameters, overridden by step parameters with the same name and location. */
+export function stepParameters(
+  model: ArazzoModel,
+  workflow: WorkflowObject,
+  step: StepObject,
+): ParameterObject[] {
+  const merged = new Map<string, ParameterObject>();
+  for (const parameter of resolveParameters(model, workflow.parameters))
+    merged.set(parameterKey(parameter), parameter);
+  for (const parameter of resolveParameters(model, step.parameters))
+    merged.set(parameterKey(parameter), parameter);
+  return [...merged.values()];
+}
+
+function scalar(value: unknown): string {
+  return typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
+}
+
+function appendQuery(search: URLSearchParams, name: string, value: unknown): void {
+  if (value === undefined || value === null) return;
+  if (Array.isArray(value)) for (const item of value) appendQuery(search, name, item);
+  else if (typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) appendQuery(search, key, item);
+  } else search.append(name, String(value));
+}
+
+interface Payload {
+  value: unknown;
+  /** the payload is document text to send as written, not a value to encode */
+  text: boolean;
+}
+
+function evaluatePayload(payload: unknown, scope: ExpressionScope): Payload {
+  if (typeof payload !== 'string' || looksLikeExpression(payload)) {
+    return { value: evaluateValue(payload, scope), text: false };
+  }
+  if (!payload.includes('{$')) return { value: payload, text: true };
+  try {
+    // A JSON template: parse first so substituted values are encoded as JSON, not spliced in.
+    return { value: evaluateValue(JSON.parse(payload), scope), text: false };
+  } catch {
+    return { value: renderTemplate(parseTemplate(payload), scope), text: true };
+  }
+}
+
+function operationContentType(operation: Operation): string | undefined {
+  const requestBody = operation.source.deref(operation.operation.requestBody) as
+    | { content?: Record<string, unknown> }
+    | undefined;
+  const types = Object.keys(requestBody?.content ?? {});
+  return types[0];
+}
+
+async function encodeBody(
+  payload: Payload,
+  contentType: string,
+): Promise<{ body: string | Uint8Array; contentType: string }> {
+  const { value } = payload;
+  if (payload.text && typeof value === 'string') return { body: value, contentType };
+  const type = contentType.toLowerCase();
+  if (
+    type.includes('application/x-www-form-urlencoded') &&
+    value !== null &&
+    typeof value === 'object'
+  ) {
+    const form = new URLSearchParams();
+    for (const [key, item] of Object.entries(value))
+      if (item !== undefined) form.append(key, scalar(item));
+    return { body: form.toString(), contentType };
+  }
+  if (type.includes('multipart/form-data') && value !== null && typeof value === 'object') {
+    const form = new FormData();
+    for (const [key, item] of Object.entries(value))
+      if (item !== undefined) form.append(key, scalar(item));
+    const encoded = new Response(form);
+    return {
+      body: new Uint8Array(await encoded.arrayBuffer()),
+      contentType: encoded.headers.get('content-type') ?? contentType,
+    };
+  }
+  if (/[/+]json\b/.test(type)) return { body: JSON.stringify(value ?? null), contentType };
+  return { body: typeof value === 'string' ? value : JSON.stringify(value ?? null), contentType };
+}
+
+function applyReplacements(
+  payload: Payload,
+  body: RequestBodyObject,
+  scope: ExpressionScope,
+): Payload {
+  if (!body.replacements?.length) return payload;
+  let value = payload.value;
+  if (payload.text && typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw new RequestBuildError('payload replacements need a JSON payload');
+    }
+  }
+  for (const replacement of body.replacements) {
+    try {
+      value = setByPointer(value, replacement.target, evaluateValue(replacement.value, scope));
+    } catch (error) {
+      throw new RequestBuildError(
+        `payload replacement "${replacement.target}": ${(error as Error).message}`,
+      );
+    }
+  }
+  return { value, text: false };
+}
+
+export async function buildRequest(
+  model: ArazzoModel,
+  workflow: WorkflowObject,
+  step: StepObject,
+  operation: Operation,
+  scope: ExpressionScope,
+  credentials: AppliedCredentials,
+  baseUrl: string,
+): Promise<BuiltRequest> {
+  const exchange: ExchangeRequest = { headers: {}, query: {}, path: {}, body: undefined };
+  const headers: Record<string, string> = { ...credentials.headers };
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(credentials.query)) search.append(name, value);
+  const cookies: string[] = Object.entries(credentials.cookies).map(
+    ([n, v]) => `${n}=${encodeURIComponent(v)}`,
+  );
+
+  for (const parameter of stepParameters(model, workflow, step)) {
+    const value = evaluateValue(parameter.value, scope);
+    switch (parameter.in) {
+      case 'path':
+        exchange.path[parameter.name] = value;
+        break;
+      case 'query':
+        exchange.query[parameter.name] = value;
+        appendQuery(search, parameter.name, value);
+        break;
+      case 'header':
+        if (value === undefined || value === null) break;
+        exchange.headers[parameter.name.toLowerCase()] = Array.isArray(value)
+          ? value.map(scalar).join(',')
+          : scalar(value);
+        headers[parameter.name.toLowerCase()] = exchange.headers[parameter.name.toLowerCase()]!;
+        break;
+      case 'cookie':
+        if (value !== undefined && value !== null)
+          cookies.push(`${parameter.name}=${encodeURIComponent(scalar(value))}`);
+        break;
+    }
+  }
+
+  const path = operation.path.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+    const value = exchange.path[name];
+    if (value === undefined || value === null) {
+      throw new RequestBuildError(`path parameter "${name}" of ${operation.path} has no value`);
+    }
+    return encodeURIComponent(scalar(value));
+  });
+  const query = search.toString();
+  const url = `${baseUrl.replace(/\/+$/, '')}${path}${query ? `?${query}` : ''}`;
+  if (cookies.length > 0) headers.cookie = cookies.join('; ');
+
+  let body: string | Uint8Array | undefined;
+  if (
+    step.requestBody &&
+    (step.requestBody.payload !== undefined || step.requestBody.replacements?.length)
+  ) {
+    const payload = applyReplacements(
+      evaluatePayload(step.requestBody.payload, scope),
+      step.requestBody,
+      scope,
+    );
+    exchange.body = payload.value;
+    const contentType =
+      step.requestBody.contentType ??
+      operationContentType(operation) ??
+      (payload.text ? 'text/plain' : 'application/json');
+    const encoded = await encodeBody(payload, contentType);
+    body = encoded.body;
+    headers['content-type'] = encoded.contentType;
+  }
+  return { method: operation.method.toUpperCase(), url, headers, body, exchange };
+}

@@ -1,0 +1,447 @@
+/** Executing workflows: steps, actions, retries, nested workflows, dependsOn and outputs. */
+import { allPass } from './criteria.js';
+import {
+  type ExpressionScope,
+  evaluateExpression,
+  evaluateValue,
+  parseExpression,
+} from './expression.js';
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  decodeBody,
+  HttpClient,
+  type HttpResponse,
+  tlsVerifyFromEnv,
+} from './http.js';
+import { inputsSchema } from './loader.js';
+import {
+  type ArazzoModel,
+  effectiveActions,
+  resolveParameters,
+  resolveStepTarget,
+} from './model.js';
+import { buildRequest } from './request.js';
+import { RunCredentials, TokenCache } from './security.js';
+import { serverBase } from './servers.js';
+import type { ActionObject, StepObject, WorkflowObject } from './types.js';
+
+export interface RunnerLogger {
+  debug(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+export interface RunnerOptions {
+  /** credentials and ARAZZO_DISABLE_TLS_VERIFY; default process.env */
+  env?: Record<string, string | undefined>;
+  /** default false: one token fetch per (credentials, scopes) per run */
+  tokenCache?: boolean;
+  /** per HTTP request, default 30000 */
+  timeoutMs?: number;
+  /** default 10 MiB */
+  maxResponseBytes?: number;
+  logger?: RunnerLogger;
+  /** waits between retries (default: a timer); tests inject their own */
+  sleep?: (ms: number) => Promise<void>;
+  /** clock for token expiry (default Date.now) */
+  now?: () => number;
+  /** steps one run may execute before it is stopped as a loop, default 1000 */
+  maxStepExecutions?: number;
+}
+
+export type WorkflowResult =
+  | {
+      kind: 'completed';
+      /** evaluated workflow outputs (unresolvable expressions -> null); {} when none declared */
+      outputs: Record<string, unknown>;
+      /** set when the workflow stopped because a step's success criteria failed (e.g. HTTP 4xx) */
+      failedStep?: { stepId: string; statusCode?: number };
+    }
+  | { kind: 'error'; message: string; stepId?: string };
+
+export interface Runner {
+  run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult>;
+  close(): Promise<void>;
+}
+
+/** A step produced no usable result: the run ends with kind 'error'. */
+class StepError extends Error {
+  constructor(
+    readonly stepId: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const MAX_NESTING = 32;
+const MAX_RETRY_WAIT_MS = 60_000;
+
+interface StepOutcome {
+  success: boolean;
+  scope: ExpressionScope;
+  statusCode?: number;
+  retryAfterHeader?: string;
+}
+
+/** What one run (one `run()` call) shares between its workflows. */
+interface RunState {
+  credentials: RunCredentials;
+  workflows: ExpressionScope['workflows'];
+  dependencies: Map<string, Promise<WorkflowResult>>;
+  stepExecutions: number;
+}
+
+/** Retries made so far, per step and per retry action name. */
+type RetryCounts = Map<string, Map<string, number>>;
+
+/**
+ * The first failure action whose criteria hold; a retry action whose retryLimit is used up is
+ * passed over, so the actions after it apply (Arazzo: the limit is exhausted first).
+ */
+function chooseFailureAction(
+  actions: ActionObject[],
+  scope: ExpressionScope,
+  stepId: string,
+  retries: RetryCounts,
+): ActionObject | undefined {
+  for (const action of actions) {
+    if (!allPass(action.criteria, scope)) continue;
+    if (action.type !== 'retry') return action;
+    const counts = retries.get(stepId) ?? new Map<string, number>();
+    retries.set(stepId, counts);
+    const made = counts.get(action.name) ?? 0;
+    if (made >= (action.retryLimit ?? 1)) continue;
+    counts.set(action.name, made + 1);
+    return action;
+  }
+  return undefined;
+}
+
+function retryDelayMs(action: ActionObject, header: string | undefined): number {
+  if (header !== undefined) {
+    const seconds = Number(header);
+    const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - Date.now();
+    if (Number.isFinite(ms)) return Math.min(Math.max(ms, 0), MAX_RETRY_WAIT_MS);
+  }
+  return Math.max(action.retryAfter ?? 0, 0) * 1000;
+}
+
+export class WorkflowRunner implements Runner {
+  private readonly http: HttpClient;
+  private readonly env: Record<string, string | undefined>;
+  private readonly tokenCache: TokenCache | undefined;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly maxStepExecutions: number;
+  private readonly sources: ExpressionScope['sourceDescriptions'];
+  private readonly warned = new Set<string>();
+  private readonly defaults = new WeakMap<WorkflowObject, [string, unknown][]>();
+
+  constructor(
+    private readonly model: ArazzoModel,
+    private readonly options: RunnerOptions = {},
+  ) {
+    this.env = options.env ?? process.env;
+    this.http = new HttpClient({
+      tlsVerify: tlsVerifyFromEnv(this.env),
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+    });
+    this.tokenCache = options.tokenCache ? new TokenCache(options.now ?? Date.now) : undefined;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.maxStepExecutions = options.maxStepExecutions ?? 1000;
+    this.sources = Object.fromEntries(
+      [...model.sources.values()].map((s) => [s.name, { name: s.name, url: s.url, type: s.type }]),
+    );
+  }
+
+  async run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult> {
+    const workflow = this.model.workflows.get(workflowId);
+    if (!workflow)
+      return { kind: 'error', message: `Workflow ${workflowId} not found in Arazzo document` };
+    const state: RunState = {
+      credentials: new RunCredentials(this.http, this.env, this.tokenCache, (message) =>
+        this.warnOnce(message),
+      ),
+      workflows: {},
+      dependencies: new Map(),
+      stepExecutions: 0,
+    };
+    try {
+      return await this.runWorkflow(workflow, inputs ?? {}, state, 0);
+    } catch (error) {
+      return { kind: 'error', message: (error as Error).message };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
+  /** Inputs with the `default`s of the workflow's inputs schema filled in where absent. */
+  private withDefaults(
+    workflow: WorkflowObject,
+    given: Record<string, unknown>,
+  ): Record<string, unknown> {
+    let defaults = this.defaults.get(workflow);
+    if (!defaults) {
+      const properties = (inputsSchema(this.model, workflow)?.properties ?? {}) as Record<
+        string,
+        unknown
+      >;
+      defaults = Object.entries(properties).flatMap(([name, schema]) =>
+        schema !== null && typeof schema === 'object' && 'default' in schema
+          ? [[name, (schema as { default: unknown }).default] as [string, unknown]]
+          : [],
+      );
+      this.defaults.set(workflow, defaults);
+    }
+    const missing = defaults.filter(([name]) => given[name] === undefined);
+    return missing.length === 0 ? given : { ...given, ...Object.fromEntries(missing) };
+  }
+
+  private warnOnce(message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    this.options.logger?.warn({}, message);
+  }
+
+  private baseScope(
+    inputs: Record<string, unknown>,
+    steps: ExpressionScope['steps'],
+    state: RunState,
+  ): ExpressionScope {
+    return {
+      inputs,
+      steps,
+      workflows: state.workflows,
+      sourceDescriptions: this.sources,
+      components: (this.model.doc.components ?? {}) as ExpressionScope['components'],
+    };
+  }
+
+  private async runDependencies(
+    workflow: WorkflowObject,
+    inputs: Record<string, unknown>,
+    state: RunState,
+    depth: number,
+  ): Promise<WorkflowResult | undefined> {
+    for (const id of workflow.dependsOn ?? []) {
+      let pending = state.dependencies.get(id);
+      if (!pending) {
+        pending = this.runWorkflow(this.model.workflows.get(id)!, inputs, state, depth + 1);
+        state.dependencies.set(id, pending);
+      }
+      const result = await pending;
+      if (result.kind === 'error')
+        return { ...result, message: `dependency workflow "${id}" failed: ${result.message}` };
+      if (result.failedStep) {
+        return {
+          kind: 'error',
+          message: `dependency workflow "${id}" failed at step "${result.failedStep.stepId}"`,
+        };
+      }
+    }
+    return undefined;
+  }
+
+  private async runWorkflow(
+    workflow: WorkflowObject,
+    inputs: Record<string, unknown>,
+    state: RunState,
+    depth: number,
+  ): Promise<WorkflowResult> {
+    try {
+      return await this.runSteps(workflow, inputs, state, depth);
+    } catch (error) {
+      if (error instanceof StepError)
+        return { kind: 'error', message: error.message, stepId: error.stepId };
+      throw error;
+    }
+  }
+
+  private async runSteps(
+    workflow: WorkflowObject,
+    given: Record<string, unknown>,
+    state: RunState,
+    depth: number,
+  ): Promise<WorkflowResult> {
+    if (depth > MAX_NESTING) throw new Error(`workflows nest deeper than ${MAX_NESTING} levels`);
+    const inputs = this.withDefaults(workflow, given);
+    const failedDependency = await this.runDependencies(workflow, inputs, state, depth);
+    if (failedDependency) return failedDependency;
+    state.workflows[workflow.workflowId] = { inputs };
+    const steps: ExpressionScope['steps'] = {};
+    const retries: RetryCounts = new Map();
+    let failedStep: { stepId: string; statusCode?: number } | undefined;
+    let lastExchange: ExpressionScope | undefined;
+    let index = 0;
+
+    const finish = (): WorkflowResult => {
+      const scope = this.baseScope(inputs, steps, state);
+      // Workflow outputs may read `$response`, `$statusCode`, … of the last step that ran:
+      // that is how one output (an `error` from `$response.body#/detail`, say) reports
+      // whichever step stopped the workflow.
+      if (lastExchange) {
+        const { url, method, statusCode, request, response } = lastExchange;
+        Object.assign(scope, { url, method, statusCode, request, response });
+      }
+      const outputs: Record<string, unknown> = {};
+      scope.outputs = outputs;
+      for (const [name, expression] of Object.entries(workflow.outputs ?? {})) {
+        outputs[name] = evaluateExpression(parseExpression(expression), scope) ?? null;
+      }
+      state.workflows[workflow.workflowId] = { inputs, outputs };
+      return failedStep
+        ? { kind: 'completed', outputs, failedStep }
+        : { kind: 'completed', outputs };
+    };
+    const transferTo = async (workflowId: string): Promise<WorkflowResult> => {
+      const result = await this.runWorkflow(
+        this.model.workflows.get(workflowId)!,
+        inputs,
+        state,
+        depth + 1,
+      );
+      if (result.kind === 'error') return result;
+      failedStep = result.failedStep;
+      return finish();
+    };
+
+    while (index < workflow.steps.length) {
+      const step = workflow.steps[index]!;
+      const outcome = await this.executeStep(workflow, step, inputs, steps, state, depth);
+      lastExchange = outcome.scope;
+      if (outcome.success) {
+        retries.delete(step.stepId);
+        const actions = effectiveActions(
+          this.model,
+          step.onSuccess,
+          workflow.successActions,
+          'successActions',
+        );
+        const action = actions.find((candidate) => allPass(candidate.criteria, outcome.scope));
+        if (!action) {
+          index++;
+          continue;
+        }
+        if (action.type === 'end') return finish();
+        if (action.workflowId !== undefined) return transferTo(action.workflowId);
+        index = workflow.steps.findIndex((s) => s.stepId === action.stepId);
+        continue;
+      }
+
+      const actions = effectiveActions(
+        this.model,
+        step.onFailure,
+        workflow.failureActions,
+        'failureActions',
+      );
+      const action = chooseFailureAction(actions, outcome.scope, step.stepId, retries);
+      if (action?.type === 'retry') {
+        await this.sleep(retryDelayMs(action, outcome.retryAfterHeader));
+        if (action.stepId !== undefined) {
+          const target = workflow.steps.find((s) => s.stepId === action.stepId)!;
+          await this.executeStep(workflow, target, inputs, steps, state, depth);
+        } else if (action.workflowId !== undefined) {
+          const target = this.model.workflows.get(action.workflowId)!;
+          const result = await this.runWorkflow(target, inputs, state, depth + 1);
+          if (result.kind === 'error') return result;
+        }
+        continue; // the same step again
+      }
+      if (action?.type === 'goto') {
+        if (action.workflowId !== undefined) return transferTo(action.workflowId);
+        index = workflow.steps.findIndex((s) => s.stepId === action.stepId);
+        continue;
+      }
+      // an `end` action, or no matching action: the workflow stops at this step
+      failedStep = { stepId: step.stepId, statusCode: outcome.statusCode };
+      return finish();
+    }
+    return finish();
+  }
+
+  private async executeStep(
+    workflow: WorkflowObject,
+    step: StepObject,
+    inputs: Record<string, unknown>,
+    steps: ExpressionScope['steps'],
+    state: RunState,
+    depth: number,
+  ): Promise<StepOutcome> {
+    state.stepExecutions++;
+    if (state.stepExecutions > this.maxStepExecutions) {
+      throw new StepError(
+        step.stepId,
+        `step "${step.stepId}": the run executed more than ${this.maxStepExecutions} steps (a goto or retry loop?)`,
+      );
+    }
+    const scope = this.baseScope(inputs, steps, state);
+    const target = resolveStepTarget(this.model, step);
+    let outcome: StepOutcome;
+    try {
+      if (target.kind === 'operation') {
+        const baseUrl = serverBase(target.operation, this.model.sourceServers, this.env);
+        const credentials = await state.credentials.forOperation(target.operation, baseUrl);
+        const request = await buildRequest(
+          this.model,
+          workflow,
+          step,
+          target.operation,
+          scope,
+          credentials,
+          baseUrl,
+        );
+        const started = performance.now();
+        const response: HttpResponse = await this.http.send(request);
+        this.options.logger?.debug(
+          {
+            workflowId: workflow.workflowId,
+            stepId: step.stepId,
+            method: request.method,
+            status: response.status,
+            ms: Math.round(performance.now() - started),
+          },
+          'arazzo step',
+        );
+        scope.url = request.url;
+        scope.method = request.method;
+        scope.statusCode = response.status;
+        scope.request = request.exchange;
+        scope.response = { headers: response.headers, body: decodeBody(response) };
+        const success = step.successCriteria
+          ? allPass(step.successCriteria, scope)
+          : response.status >= 200 && response.status <= 299;
+        outcome = {
+          success,
+          scope,
+          statusCode: response.status,
+          retryAfterHeader: response.headers['retry-after'],
+        };
+      } else if (target.kind === 'workflow') {
+        const childInputs: Record<string, unknown> = {};
+        for (const parameter of resolveParameters(this.model, step.parameters)) {
+          childInputs[parameter.name] = evaluateValue(parameter.value, scope);
+        }
+        const result = await this.runWorkflow(target.workflow, childInputs, state, depth + 1);
+        if (result.kind === 'error')
+          throw new Error(`workflow "${target.workflow.workflowId}": ${result.message}`);
+        scope.outputs = result.outputs;
+        scope.statusCode = result.failedStep?.statusCode;
+        const success = !result.failedStep && allPass(step.successCriteria, scope);
+        outcome = { success, scope, statusCode: result.failedStep?.statusCode };
+      } else {
+        throw new Error(target.problem);
+      }
+    } catch (error) {
+      throw new StepError(step.stepId, `step "${step.stepId}": ${(error as Error).message}`);
+    }
+    const outputs: Record<string, unknown> = {};
+    for (const [name, expression] of Object.entries(step.outputs ?? {})) {
+      outputs[name] = evaluateExpression(parseExpression(expression), outcome.scope) ?? null;
+    }
+    steps[step.stepId] = outputs;
+    return outcome;
+  }
+}

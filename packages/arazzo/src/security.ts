@@ -1,0 +1,301 @@
+/**
+ * OpenAPI security for workflow steps: environment variable names (derived exactly as the
+ * reference runner derives them), credential lookup, the OAuth2 client-credentials token
+ * request, and applying credentials to a request.
+ */
+import { createHash } from 'node:crypto';
+import { describeUrl, type HttpClient } from './http.js';
+import type { OpenApiSource, Operation } from './openapi.js';
+
+type Json = Record<string, unknown>;
+
+const SKIP_WORDS = new Set(['the', 'a', 'an', 'openapi', 'api', 'swagger']);
+
+export function sanitizeEnvName(text: string): string {
+  return text
+    .toUpperCase()
+    .replace(/[^A-Z0-9_]/g, '_')
+    .replace(/_+/g, '_')
+    .replace(/^_+|_+$/g, '');
+}
+
+/** First word of the API title that is not a filler word ("SCIM 2.0 API" -> "SCIM"). */
+export function envPrefix(title: string): string {
+  const words = title.split(/\s+/).filter(Boolean);
+  if (words.length === 0) return '';
+  const word = words.find((w) => !SKIP_WORDS.has(w.toLowerCase()));
+  // The reference keeps the first word as written when every word is a filler word.
+  return word === undefined ? words[0]! : sanitizeEnvName(word);
+}
+
+export function envBase(title: string, schemeName: string): string {
+  const prefix = envPrefix(title);
+  const scheme = sanitizeEnvName(schemeName);
+  return prefix ? `${prefix}_${scheme}` : scheme;
+}
+
+export interface SchemeCredentials {
+  source: string;
+  scheme: string;
+  type: string;
+  /** the environment variables this scheme reads */
+  env: string[];
+}
+
+function clientCredentialsFlow(scheme: Json): Json | undefined {
+  const flows = scheme.flows as Json | undefined;
+  const flow = flows?.clientCredentials as Json | undefined;
+  return flow && typeof flow.tokenUrl === 'string' && flow.tokenUrl !== '' ? flow : undefined;
+}
+
+export function schemeEnvNames(source: OpenApiSource, schemeName: string, scheme: Json): string[] {
+  const base = envBase(source.title, schemeName);
+  switch (scheme.type) {
+    case 'apiKey':
+      return [base];
+    case 'http': {
+      const kind = String(scheme.scheme ?? '').toLowerCase();
+      if (kind === 'basic') return [`${base}_USERNAME`, `${base}_PASSWORD`];
+      if (kind === 'bearer') return [`${base}_TOKEN`];
+      return [`${base}_AUTH_VALUE`];
+    }
+    case 'oauth2':
+      return clientCredentialsFlow(scheme)
+        ? [`${base}_CLIENT_ID`, `${base}_CLIENT_SECRET`, `${base}_ACCESS_TOKEN`]
+        : [`${base}_ACCESS_TOKEN`];
+    case 'openIdConnect':
+      return [`${base}_ACCESS_TOKEN`];
+    default:
+      return [];
+  }
+}
+
+export interface AppliedCredentials {
+  headers: Record<string, string>;
+  query: Record<string, string>;
+  cookies: Record<string, string>;
+}
+
+/** A token request failed: the run ends with this message. */
+export class TokenError extends Error {}
+
+interface CachedToken {
+  token: string;
+  expiresAt: number;
+}
+
+const EXPIRY_MARGIN_MS = 30_000;
+
+/** Token cache shared by a runner's runs; used only when `tokenCache` is on. */
+export class TokenCache {
+  private readonly tokens = new Map<string, CachedToken>();
+  /** requests under way, so concurrent runs that miss the cache share one */
+  readonly inFlight = new Map<string, Promise<string>>();
+  constructor(private readonly now: () => number) {}
+
+  get(key: string): string | undefined {
+    const entry = this.tokens.get(key);
+    if (!entry) return undefined;
+    if (entry.expiresAt - EXPIRY_MARGIN_MS > this.now()) return entry.token;
+    this.tokens.delete(key);
+    return undefined;
+  }
+
+  set(key: string, token: string, expiresInSeconds: unknown): void {
+    const seconds = Number(expiresInSeconds);
+    // Without a lifetime the token cannot be known to be valid later: keep it for one run only.
+    if (!Number.isFinite(seconds) || seconds <= 0) return;
+    this.tokens.set(key, { token, expiresAt: this.now() + seconds * 1000 });
+  }
+}
+
+function idpAnswer(status: number, text: string): string {
+  try {
+    const body = JSON.parse(text) as Json;
+    if (typeof body.error === 'string') {
+      const description =
+        typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
+      return `HTTP ${status} ${body.error}${description}`;
+    }
+  } catch {
+    // not JSON: quote the text below
+  }
+  const snippet = text.trim().slice(0, 200);
+  return snippet ? `HTTP ${status}: ${snippet}` : `HTTP ${status}`;
+}
+
+/** Per-run credential resolution; tokens are fetched once per (credentials, scopes) per run. */
+export class RunCredentials {
+  private readonly runTokens = new Map<string, Promise<string>>();
+
+  constructor(
+    private readonly http: HttpClient,
+    private readonly env: Record<string, string | undefined>,
+    private readonly cache: TokenCache | undefined,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  private value(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  /**
+   * Credentials for an operation: the first security alternative whose schemes all have
+   * credentials configured. With none, the request goes out without credentials (as the
+   * reference does) and a warning names the variables to set.
+   */
+  async forOperation(op: Operation, baseUrl: string): Promise<AppliedCredentials> {
+    const applied: AppliedCredentials = { headers: {}, query: {}, cookies: {} };
+    const alternatives = op.source.securityFor(op);
+    if (alternatives.length === 0) return applied;
+    for (const requirement of alternatives) {
+      const entries = Object.entries(requirement);
+      if (entries.every(([name]) => this.available(op.source, name))) {
+        for (const [name, scopes] of entries) {
+          await this.apply(op.source, name, Array.isArray(scopes) ? scopes : [], baseUrl, applied);
+        }
+        return applied;
+      }
+    }
+    const wanted = Object.keys(alternatives[0]!).flatMap((name) => {
+      const scheme = op.source.securityScheme(name);
+      return scheme ? schemeEnvNames(op.source, name, scheme) : [];
+    });
+    this.warn(
+      `no credentials configured for ${op.method.toUpperCase()} ${op.path} of source "${op.source.name}"; sending it without credentials (set ${wanted.join(', ')})`,
+    );
+    return applied;
+  }
+
+  private available(source: OpenApiSource, name: string): boolean {
+    const scheme = source.securityScheme(name);
+    if (!scheme) return false;
+    const env = schemeEnvNames(source, name, scheme);
+    const has = (variable: string | undefined) =>
+      variable !== undefined && this.value(variable) !== undefined;
+    if (scheme.type === 'oauth2' && clientCredentialsFlow(scheme)) {
+      const [clientId, clientSecret, accessToken] = env;
+      return (has(clientId) && has(clientSecret)) || has(accessToken);
+    }
+    return env.length > 0 && env.every(has);
+  }
+
+  private async apply(
+    source: OpenApiSource,
+    name: string,
+    scopes: string[],
+    baseUrl: string,
+    into: AppliedCredentials,
+  ): Promise<void> {
+    const scheme = source.securityScheme(name)!;
+    const env = schemeEnvNames(source, name, scheme);
+    switch (scheme.type) {
+      case 'apiKey': {
+        const where =
+          scheme.in === 'query' ? into.query : scheme.in === 'cookie' ? into.cookies : into.headers;
+        where[String(scheme.name)] = this.value(env[0]!)!;
+        return;
+      }
+      case 'http': {
+        const kind = String(scheme.scheme ?? '').toLowerCase();
+        if (kind === 'basic') {
+          const pair = `${this.value(env[0]!)}:${this.value(env[1]!)}`;
+          into.headers.authorization = `Basic ${Buffer.from(pair).toString('base64')}`;
+        } else if (kind === 'bearer') into.headers.authorization = `Bearer ${this.value(env[0]!)}`;
+        else into.headers.authorization = `${String(scheme.scheme)} ${this.value(env[0]!)}`;
+        return;
+      }
+      default: {
+        const flow = scheme.type === 'oauth2' ? clientCredentialsFlow(scheme) : undefined;
+        const clientId = flow ? this.value(env[0]!) : undefined;
+        const clientSecret = flow ? this.value(env[1]!) : undefined;
+        const token =
+          flow && clientId !== undefined && clientSecret !== undefined
+            ? await this.token(
+                source,
+                name,
+                new URL(String(flow.tokenUrl), baseUrl).href,
+                clientId,
+                clientSecret,
+                scopes,
+              )
+            : this.value(env[env.length - 1]!)!; // …_ACCESS_TOKEN is always the last one
+        into.headers.authorization = `Bearer ${token}`;
+      }
+    }
+  }
+
+  private token(
+    source: OpenApiSource,
+    schemeName: string,
+    /** absolute; a relative tokenUrl is resolved against the server URL, as OpenAPI says */
+    tokenUrl: string,
+    clientId: string,
+    clientSecret: string,
+    scopes: string[],
+  ): Promise<string> {
+    const secretHash = createHash('sha256').update(clientSecret).digest('hex');
+    const key = [tokenUrl, clientId, secretHash, [...scopes].sort().join(' ')].join('\n');
+    const cached = this.cache?.get(key);
+    if (cached !== undefined) return Promise.resolve(cached);
+    let pending = this.runTokens.get(key) ?? this.cache?.inFlight.get(key);
+    if (!pending) {
+      pending = this.fetchToken(source, schemeName, tokenUrl, clientId, clientSecret, scopes, key);
+      const shared = this.cache?.inFlight;
+      if (shared) {
+        shared.set(key, pending);
+        const settled = () => shared.delete(key);
+        pending.then(settled, settled);
+      }
+    }
+    this.runTokens.set(key, pending);
+    return pending;
+  }
+
+  private async fetchToken(
+    source: OpenApiSource,
+    schemeName: string,
+    tokenUrl: string,
+    clientId: string,
+    clientSecret: string,
+    scopes: string[],
+    key: string,
+  ): Promise<string> {
+    const what = `token request for security scheme "${schemeName}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+    });
+    if (scopes.length > 0) form.set('scope', scopes.join(' '));
+    let response: Awaited<ReturnType<HttpClient['send']>>;
+    try {
+      response = await this.http.send({
+        method: 'POST',
+        url: tokenUrl,
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body: form.toString(),
+      });
+    } catch (error) {
+      throw new TokenError(`${what}: ${(error as Error).message}`);
+    }
+    const text = response.body.toString('utf8');
+    if (response.status < 200 || response.status > 299)
+      throw new TokenError(`${what}: ${idpAnswer(response.status, text)}`);
+    let body: Json;
+    try {
+      body = JSON.parse(text) as Json;
+    } catch {
+      throw new TokenError(`${what}: the answer is not JSON`);
+    }
+    if (typeof body.access_token !== 'string' || body.access_token === '') {
+      throw new TokenError(`${what}: the answer has no access_token`);
+    }
+    this.cache?.set(key, body.access_token, body.expires_in);
+    return body.access_token;
+  }
+}
