@@ -263,12 +263,13 @@ export class RunCredentials {
     key: string,
   ): Promise<string> {
     const what = `token request for security scheme "${schemeName}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
-    const form = new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: clientId,
-      client_secret: clientSecret,
-    });
+    const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (scopes.length > 0) form.set('scope', scopes.join(' '));
+    // HTTP Basic, as the identity provider's token endpoint expects (spec §4.3), with each
+    // part form-encoded first (RFC 6749 §2.3.1) so a ':' in the id cannot shift the split.
+    const basic = Buffer.from(
+      `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`,
+    ).toString('base64');
     let response: Awaited<ReturnType<HttpClient['send']>>;
     try {
       response = await this.http.send({
@@ -277,6 +278,7 @@ export class RunCredentials {
         headers: {
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
+          authorization: `Basic ${basic}`,
         },
         body: form.toString(),
       });
