@@ -1,0 +1,131 @@
+import type { Logger } from '@mcp-identity/common';
+import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from 'jose';
+import type { JwtSettings, KeyManagerConfig } from '../config.js';
+import { ALLOWED_ALGORITHMS, type AllowedAlgorithm, JwksCache } from './jwks.js';
+
+export interface VerifiedToken {
+  payload: JWTPayload;
+  /** Name of the key manager whose keys verified the signature. */
+  keyManager: string;
+  issuer: string;
+  audiences: string[];
+  scopes: Set<string>;
+  /** Milliseconds since the epoch. */
+  expiresAt: number;
+}
+
+export type VerifyResult = { ok: true; token: VerifiedToken } | { ok: false; reason: string };
+
+function scopesOf(payload: JWTPayload): Set<string> {
+  const scopes = new Set<string>();
+  const add = (value: unknown) => {
+    const items = typeof value === 'string' ? value.split(' ') : Array.isArray(value) ? value : [];
+    for (const item of items) {
+      if (typeof item === 'string' && item !== '') scopes.add(item);
+    }
+  };
+  add(payload.scope);
+  add(payload.scp);
+  return scopes;
+}
+
+function audiencesOf(payload: JWTPayload): string[] {
+  if (typeof payload.aud === 'string') return [payload.aud];
+  return Array.isArray(payload.aud) ? payload.aud.filter((a) => typeof a === 'string') : [];
+}
+
+/**
+ * Verifies JWTs against the configured key managers: the key manager is chosen by `iss`, its
+ * JWKS supplies the key for the header's `kid`, only RS256/PS256/ES256 are accepted (each with
+ * its own key type), `exp` is required, and `nbf`/`iat` get the configured leeway. Verified
+ * tokens are cached (bounded, never beyond `exp`), so a repeat caller costs a map lookup.
+ * Per-proxy checks (which issuers, audiences, scopes) are left to the caller.
+ */
+export class TokenVerifier {
+  private readonly jwks = new Map<string, JwksCache>();
+  private readonly cache = new Map<string, VerifiedToken>();
+
+  constructor(
+    private readonly keyManagers: KeyManagerConfig[],
+    private readonly settings: JwtSettings,
+    private readonly now: () => number,
+    logger: Logger,
+  ) {
+    for (const manager of keyManagers) {
+      this.jwks.set(manager.name, new JwksCache(manager, settings, now, logger));
+    }
+  }
+
+  async verify(token: string): Promise<VerifyResult> {
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.expiresAt > this.now()) return { ok: true, token: cached };
+      this.cache.delete(token);
+    }
+    let alg: string | undefined;
+    let kid: string | undefined;
+    let issuer: unknown;
+    try {
+      ({ alg, kid } = decodeProtectedHeader(token));
+      issuer = decodeJwt(token).iss;
+    } catch {
+      return { ok: false, reason: 'malformed token' };
+    }
+    if (!(ALLOWED_ALGORITHMS as readonly unknown[]).includes(alg)) {
+      return { ok: false, reason: `algorithm ${String(alg)} not allowed` };
+    }
+    const manager = this.keyManagers.find((km) => km.issuer === issuer);
+    if (!manager) return { ok: false, reason: 'unknown issuer' };
+    const key = await (this.jwks.get(manager.name) as JwksCache).getKey(
+      kid,
+      alg as AllowedAlgorithm,
+    );
+    if (!key) return { ok: false, reason: 'no matching key in the JWKS' };
+
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, key, {
+        algorithms: [alg as string],
+        issuer: manager.issuer,
+        requiredClaims: ['exp'],
+        clockTolerance: this.settings.leewaySeconds,
+        currentDate: new Date(this.now()),
+      }));
+    } catch (error) {
+      return {
+        ok: false,
+        reason: error instanceof errors.JOSEError ? error.code : 'invalid token',
+      };
+    }
+    const nowSeconds = this.now() / 1000;
+    if (typeof payload.iat === 'number' && payload.iat > nowSeconds + this.settings.leewaySeconds) {
+      return { ok: false, reason: 'token issued in the future' };
+    }
+    const verified: VerifiedToken = {
+      payload,
+      keyManager: manager.name,
+      issuer: manager.issuer,
+      audiences: audiencesOf(payload),
+      scopes: scopesOf(payload),
+      expiresAt: Math.min(
+        (payload.exp as number) * 1000,
+        this.now() + this.settings.tokenCacheTtlMs,
+      ),
+    };
+    this.remember(token, verified);
+    return { ok: true, token: verified };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.jwks.values()].map((cache) => cache.close()));
+  }
+
+  private remember(token: string, verified: VerifiedToken): void {
+    if (this.settings.tokenCacheMaxEntries === 0) return;
+    if (this.cache.size >= this.settings.tokenCacheMaxEntries) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    this.cache.set(token, verified);
+  }
+}

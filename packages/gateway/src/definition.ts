@@ -1,0 +1,298 @@
+import { parse as parseYaml } from 'yaml';
+import { isKnownPolicy, supportedVersions, validatePolicyParams } from './policies/schemas.js';
+
+export const SUPPORTED_SPEC_VERSIONS = ['2025-06-18', '2025-11-25'] as const;
+export const HEALTH_PREFIX = '/_gateway-health';
+
+export interface PolicyRef {
+  name: string;
+  version: string;
+  params?: Record<string, unknown>;
+}
+
+/** An MCP proxy definition (spec §2.8) after validation. */
+export interface McpProxyDefinition {
+  apiVersion: string;
+  kind: 'Mcp';
+  metadata: {
+    name: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec: {
+    displayName: string;
+    version: string;
+    context: string;
+    specVersions?: string[];
+    /** Deprecated singular form, still accepted. */
+    specVersion?: string;
+    upstream: { url: string };
+    tools?: unknown[];
+    resources?: unknown[];
+    prompts?: unknown[];
+    policies?: PolicyRef[];
+    deploymentState?: 'deployed' | 'undeployed';
+  };
+}
+
+export type ValidationResult =
+  | { ok: true; definition: McpProxyDefinition }
+  | { ok: false; errors: Array<{ field: string; message: string }> };
+
+const SPEC_KEYS = new Set([
+  'displayName',
+  'version',
+  'context',
+  'specVersions',
+  'specVersion',
+  'upstream',
+  'tools',
+  'resources',
+  'prompts',
+  'policies',
+  'deploymentState',
+]);
+
+/** Parses a request body: YAML or JSON by content type, anything else tries both (WSO2). */
+export function parseDefinitionBody(body: string, contentType: string | undefined): unknown {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/json') return JSON.parse(body);
+  // YAML 1.2 is a superset of JSON, so one parser covers the fallback too.
+  return parseYaml(body, { uniqueKeys: true });
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+function checkStringMap(value: unknown, field: string, add: (f: string, m: string) => void) {
+  if (value === undefined) return;
+  if (!isObject(value)) return add(field, 'must be a map of strings');
+  for (const [key, item] of Object.entries(value)) {
+    if (/\s/.test(key)) add(`${field}.${key}`, 'key must not contain whitespace');
+    if (typeof item !== 'string') add(`${field}.${key}`, 'must be a string');
+  }
+}
+
+function checkContext(context: unknown, add: (f: string, m: string) => void) {
+  if (typeof context !== 'string' || context === '') return add('spec.context', 'is required');
+  if (!context.startsWith('/')) add('spec.context', 'must start with /');
+  if (context.length > 1 && context.endsWith('/')) add('spec.context', 'must not end with /');
+  if (context.length > 200) add('spec.context', 'must be at most 200 characters');
+  if (!/^[A-Za-z0-9\-._~/]*$/.test(context)) {
+    add('spec.context', 'may contain only letters, digits, -, ., _, ~ and /');
+  }
+  const segments = context.split('/');
+  if (segments.some((s) => s === '.' || s === '..'))
+    add('spec.context', 'must not contain . or .. segments');
+  if (context === '/') add('spec.context', 'must not be /');
+  const lower = context.toLowerCase();
+  if (lower === HEALTH_PREFIX || lower.startsWith(`${HEALTH_PREFIX}/`)) {
+    add('spec.context', `${HEALTH_PREFIX} is reserved for gateway health checks`);
+  }
+  if (lower === '/.well-known' || lower.startsWith('/.well-known/')) {
+    add('spec.context', '/.well-known is reserved');
+  }
+}
+
+function checkUpstream(upstream: unknown, add: (f: string, m: string) => void) {
+  if (!isObject(upstream)) return add('spec.upstream', 'is required');
+  for (const key of Object.keys(upstream)) {
+    if (key !== 'url') add(`spec.upstream.${key}`, 'is not supported (only url)');
+  }
+  if (typeof upstream.url !== 'string' || upstream.url === '') {
+    return add('spec.upstream.url', 'is required');
+  }
+  let url: URL;
+  try {
+    url = new URL(upstream.url);
+  } catch {
+    return add('spec.upstream.url', 'must be an absolute URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    add('spec.upstream.url', 'scheme must be http or https');
+  }
+  if (!url.hostname) add('spec.upstream.url', 'must have a host');
+  if (url.username || url.password) add('spec.upstream.url', 'must not carry credentials');
+}
+
+function checkSpecVersions(spec: Record<string, unknown>, add: (f: string, m: string) => void) {
+  const supported = SUPPORTED_SPEC_VERSIONS.join(', ');
+  if (spec.specVersions !== undefined) {
+    if (!Array.isArray(spec.specVersions) || spec.specVersions.length === 0) {
+      add('spec.specVersions', 'must be a non-empty list');
+    } else {
+      spec.specVersions.forEach((v, i) => {
+        if (!(SUPPORTED_SPEC_VERSIONS as readonly unknown[]).includes(v)) {
+          add(`spec.specVersions[${i}]`, `unsupported MCP spec version (supported: ${supported})`);
+        }
+      });
+    }
+  }
+  if (
+    spec.specVersion !== undefined &&
+    !(SUPPORTED_SPEC_VERSIONS as readonly unknown[]).includes(spec.specVersion)
+  ) {
+    add('spec.specVersion', `unsupported MCP spec version (supported: ${supported})`);
+  }
+}
+
+function checkCatalogue(
+  spec: Record<string, unknown>,
+  key: 'tools' | 'resources' | 'prompts',
+  required: string[],
+  add: (f: string, m: string) => void,
+) {
+  const list = spec[key];
+  if (list === undefined || list === null) return;
+  if (!Array.isArray(list)) return add(`spec.${key}`, 'must be a list');
+  for (const [i, item] of list.entries()) {
+    if (!isObject(item)) {
+      add(`spec.${key}[${i}]`, 'must be an object');
+      continue;
+    }
+    for (const field of required) {
+      if (typeof item[field] !== 'string' || item[field] === '') {
+        add(`spec.${key}[${i}].${field}`, 'is required');
+      }
+    }
+  }
+}
+
+/** What the running gateway knows that a definition may refer to. */
+export interface ValidationContext {
+  /** Names of the configured key managers (mcp-auth `issuers` must be among them). */
+  keyManagers?: string[];
+}
+
+function checkIssuers(
+  params: Record<string, unknown> | undefined,
+  at: string,
+  context: ValidationContext,
+  add: (f: string, m: string) => void,
+) {
+  const issuers = params?.issuers;
+  if (!context.keyManagers || !Array.isArray(issuers)) return;
+  for (const [i, name] of issuers.entries()) {
+    if (typeof name === 'string' && !context.keyManagers.includes(name)) {
+      add(`${at}.params.issuers[${i}]`, `no key manager named '${name}' is configured`);
+    }
+  }
+}
+
+function checkPolicies(
+  policies: unknown,
+  context: ValidationContext,
+  add: (f: string, m: string) => void,
+) {
+  if (policies === undefined || policies === null) return;
+  if (!Array.isArray(policies)) return add('spec.policies', 'must be a list');
+  const seen = new Set<string>();
+  for (const [i, policy] of policies.entries()) {
+    checkPolicy(policy, `spec.policies[${i}]`, seen, context, add);
+  }
+}
+
+function checkPolicy(
+  policy: unknown,
+  at: string,
+  seen: Set<string>,
+  context: ValidationContext,
+  add: (f: string, m: string) => void,
+) {
+  if (!isObject(policy)) return add(at, 'must be an object');
+  for (const key of Object.keys(policy)) {
+    if (!['name', 'version', 'params'].includes(key)) add(`${at}.${key}`, 'is not supported');
+  }
+  const { name, version, params } = policy;
+  if (typeof name !== 'string' || name === '') return add(`${at}.name`, 'is required');
+  if (!isKnownPolicy(name)) return add(`${at}.name`, `unknown policy '${name}'`);
+  if (seen.has(name)) add(`${at}.name`, `policy '${name}' is attached more than once`);
+  seen.add(name);
+  if (typeof version !== 'string' || !/^v\d+$/.test(version)) {
+    return add(`${at}.version`, 'must be a major version such as v1');
+  }
+  if (!supportedVersions(name).includes(version)) {
+    return add(
+      `${at}.version`,
+      `unsupported version (supported: ${supportedVersions(name).join(', ')})`,
+    );
+  }
+  if (params !== undefined && !isObject(params)) return add(`${at}.params`, 'must be an object');
+  for (const message of validatePolicyParams(name, version, params, at)) {
+    const colon = message.indexOf(': ');
+    add(message.slice(0, colon), message.slice(colon + 2));
+  }
+  if (name === 'mcp-auth')
+    checkIssuers(params as Record<string, unknown> | undefined, at, context, add);
+}
+
+/** Validates a parsed definition, collecting every problem with its field path. */
+export function validateDefinition(
+  input: unknown,
+  context: ValidationContext = {},
+): ValidationResult {
+  const errors: Array<{ field: string; message: string }> = [];
+  const add = (field: string, message: string) => {
+    errors.push({ field, message });
+  };
+  if (!isObject(input))
+    return { ok: false, errors: [{ field: '(root)', message: 'must be an object' }] };
+  if (
+    typeof input.apiVersion !== 'string' ||
+    !/^gateway\.api-platform\.[a-z0-9.-]+\/v1$/.test(input.apiVersion)
+  ) {
+    add('apiVersion', 'must be gateway.api-platform.<vendor>/v1');
+  }
+  if (input.kind !== 'Mcp') add('kind', "unsupported configuration kind (only 'Mcp' is supported)");
+  const metadata = input.metadata;
+  if (!isObject(metadata)) {
+    add('metadata', 'is required');
+  } else {
+    const { name } = metadata;
+    if (typeof name !== 'string' || name === '') add('metadata.name', 'is required');
+    else if (name.length > 253 || /[\s/}{\\?#%\p{Cc}]/u.test(name)) {
+      add(
+        'metadata.name',
+        'must not contain whitespace, /, \\, {, }, ?, #, % or control characters',
+      );
+    }
+    checkStringMap(metadata.labels, 'metadata.labels', add);
+    checkStringMap(metadata.annotations, 'metadata.annotations', add);
+  }
+  const spec = input.spec;
+  if (!isObject(spec)) {
+    add('spec', 'is required');
+  } else {
+    for (const key of Object.keys(spec)) {
+      if (!SPEC_KEYS.has(key)) add(`spec.${key}`, 'is not supported by this gateway');
+    }
+    const { displayName, version } = spec;
+    if (typeof displayName !== 'string' || displayName === '')
+      add('spec.displayName', 'is required');
+    else if (displayName.length > 100 || !/^[a-zA-Z0-9\-_. ]+$/.test(displayName)) {
+      add('spec.displayName', 'must be 1-100 letters, digits, spaces, -, _ or .');
+    }
+    if (typeof version !== 'string' || version === '') add('spec.version', 'is required');
+    else if (!/^v?\d+(\.\d+)?(\.\d+)?$/.test(version)) add('spec.version', 'must look like v1.0');
+    checkContext(spec.context, add);
+    checkSpecVersions(spec, add);
+    checkUpstream(spec.upstream, add);
+    checkCatalogue(spec, 'tools', ['name'], add);
+    checkCatalogue(spec, 'resources', ['uri', 'name'], add);
+    checkCatalogue(spec, 'prompts', ['name'], add);
+    checkPolicies(spec.policies, context, add);
+    if (
+      spec.deploymentState !== undefined &&
+      !['deployed', 'undeployed'].includes(spec.deploymentState as string)
+    ) {
+      add('spec.deploymentState', 'must be deployed or undeployed');
+    }
+  }
+  if (errors.length > 0) return { ok: false, errors };
+  return { ok: true, definition: input as unknown as McpProxyDefinition };
+}
+
+/** Whether the definition uses the deprecated singular `specVersion`. */
+export function usesDeprecatedSpecVersion(definition: McpProxyDefinition): boolean {
+  return definition.spec.specVersion !== undefined && definition.spec.specVersions === undefined;
+}

@@ -1,0 +1,187 @@
+import { mkdirSync } from 'node:fs';
+import {
+  createApp,
+  createLogger,
+  ensureSelfSignedCertificate,
+  type Logger,
+  loadTlsFiles,
+  onShutdown,
+  type RunningServer,
+  registerHealthRoutes,
+  startServer,
+} from '@mcp-identity/common';
+import { TokenVerifier } from './auth/verifier.js';
+import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
+import { registerDataPlane } from './data-plane.js';
+import { registerManagementApi } from './management/api.js';
+import { BasicAuthenticator, resolveManagementUsers } from './management/users.js';
+import { GatewayMetrics } from './metrics.js';
+import { ProxyRegistry } from './registry.js';
+import { ProxyStore } from './store.js';
+
+export interface GatewayOptions {
+  /** A resolved configuration (see `resolveConfig`); wins over `configFile` and `settings`. */
+  config?: GatewayConfig;
+  /** Path of a TOML configuration file. */
+  configFile?: string;
+  /** A configuration document shaped like the TOML file (handy for tests and embedding). */
+  settings?: Record<string, unknown>;
+  /** Overrides the configured data directory. */
+  dataDir?: string;
+  logger?: Logger;
+  /** Clock for token and JWKS expiry (milliseconds since the epoch). */
+  now?: () => number;
+  /** Receives a generated admin password once; default prints it to stdout. */
+  onGeneratedAdmin?: (username: string, password: string) => void;
+  /** Close on SIGINT/SIGTERM (default false; `gateway serve` turns it on). */
+  handleSignals?: boolean;
+}
+
+export interface RunningGateway {
+  /** HTTPS listener serving proxies. */
+  publicUrl: string;
+  /** Plain HTTP listener serving proxies and `/_gateway-health/*`. */
+  plainUrl: string;
+  /** Management API and `/metrics`. */
+  managementUrl: string;
+  /** Public address used in protected resource metadata. */
+  gatewayUrl: string;
+  config: GatewayConfig;
+  close(): Promise<void>;
+}
+
+const SHUTDOWN_GRACE_MS = 2_000;
+
+function printAdmin(username: string, password: string): void {
+  process.stdout.write(
+    `\nGateway management API user created: ${username}\nPassword (shown once, stored hashed): ${password}\n\n`,
+  );
+}
+
+/** Starts the gateway's three listeners and loads the deployed proxies from the data directory. */
+export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
+  const overrides = options.dataDir ? { dataDir: options.dataDir } : {};
+  const config =
+    options.config ??
+    (options.configFile
+      ? loadConfigFile(options.configFile, overrides)
+      : resolveConfig(options.settings ?? {}, overrides));
+  const logger = options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
+  const now = options.now ?? Date.now;
+  mkdirSync(config.dataDir, { recursive: true });
+
+  const tls = config.tls
+    ? await loadTlsFiles(config.tls.certPath, config.tls.keyPath)
+    : await ensureSelfSignedCertificate(config.dataDir);
+  const users = await resolveManagementUsers(
+    config.managementUsers,
+    config.dataDir,
+    options.onGeneratedAdmin ?? printAdmin,
+  );
+
+  const verifier = new TokenVerifier(config.keyManagers, config.jwt, now, logger);
+  const metrics = new GatewayMetrics();
+  const store = new ProxyStore(config.dataDir);
+  let gatewayUrl = config.gatewayUrl ?? '';
+  const registry = new ProxyRegistry({
+    keyManagers: config.keyManagers,
+    verifier,
+    gatewayUrl: () => gatewayUrl,
+    idleTimeoutMs: config.limits.idleTimeoutMs,
+  });
+  const audit = logger.child({ component: 'audit' });
+  const dataPlane = {
+    registry,
+    metrics,
+    audit,
+    maxRequestBodyBytes: config.limits.maxRequestBodyBytes,
+  };
+
+  const publicApp = createApp({
+    logger,
+    https: { cert: tls.cert, key: tls.key },
+    bodyLimit: config.limits.maxRequestBodyBytes,
+  });
+  registerDataPlane(publicApp, dataPlane);
+  const plainApp = createApp({ logger, bodyLimit: config.limits.maxRequestBodyBytes });
+  registerHealthRoutes(plainApp, {
+    livePath: '/_gateway-health/healthy',
+    readyPath: '/_gateway-health/ready',
+    liveBody: { status: 'healthy' },
+  });
+  registerDataPlane(plainApp, dataPlane);
+  const managementApp = createApp({ logger, bodyLimit: 1024 * 1024 });
+  registerManagementApi(managementApp, {
+    store,
+    registry,
+    authenticator: new BasicAuthenticator(users, now),
+    metrics,
+    keyManagers: config.keyManagers.map((km) => km.name),
+    logger,
+    now,
+  });
+
+  const servers: RunningServer[] = [];
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= shutdown();
+    return closing;
+  };
+  const shutdown = async () => {
+    // Long-lived MCP streams (and some keep-alive TLS sockets) would hold the listeners open:
+    // cut them after a short grace period.
+    const grace = setTimeout(() => {
+      void registry.close();
+      for (const app of [publicApp, plainApp, managementApp]) app.server.closeAllConnections();
+    }, SHUTDOWN_GRACE_MS);
+    await Promise.all(servers.map((s) => s.close()));
+    clearTimeout(grace);
+    await registry.close();
+    await verifier.close();
+    store.close();
+  };
+  try {
+    const listen = { handleSignals: options.handleSignals ?? false };
+    const publicServer = await startServer(publicApp, {
+      ...listen,
+      host: config.host,
+      port: config.ports.https,
+    });
+    servers.push(publicServer);
+    servers.push(
+      await startServer(plainApp, { ...listen, host: config.host, port: config.ports.http }),
+    );
+    servers.push(
+      await startServer(managementApp, {
+        ...listen,
+        host: config.managementHost,
+        port: config.ports.management,
+      }),
+    );
+    if (!gatewayUrl) gatewayUrl = `https://localhost:${publicServer.port}`;
+    for (const proxy of store.list()) registry.apply(proxy.id, proxy.definition);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  // On SIGINT/SIGTERM the listeners close themselves; this also cuts lingering streams and
+  // closes the database cleanly.
+  if (options.handleSignals) onShutdown(close);
+  const [publicServer, plainServer, managementServer] = servers as [
+    RunningServer,
+    RunningServer,
+    RunningServer,
+  ];
+  logger.info(
+    { public: publicServer.url, plain: plainServer.url, management: managementServer.url },
+    'gateway started',
+  );
+  return {
+    publicUrl: publicServer.url,
+    plainUrl: plainServer.url,
+    managementUrl: managementServer.url,
+    gatewayUrl,
+    config,
+    close,
+  };
+}

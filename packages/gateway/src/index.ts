@@ -1,0 +1,19 @@
+export {
+  type GatewayConfig,
+  type JwtSettings,
+  type KeyManagerConfig,
+  loadConfigFile,
+  type ManagementUser,
+  resolveConfig,
+} from './config.js';
+export {
+  type McpProxyDefinition,
+  type PolicyRef,
+  parseDefinitionBody,
+  SUPPORTED_SPEC_VERSIONS,
+  type ValidationContext,
+  type ValidationResult,
+  validateDefinition,
+} from './definition.js';
+export { type GatewayOptions, type RunningGateway, startGateway } from './gateway.js';
+export { parseMcpBody } from './jsonrpc.js';

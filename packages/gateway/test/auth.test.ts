@@ -1,0 +1,298 @@
+import { createHmac } from 'node:crypto';
+import { useTempDir } from '@mcp-identity/common/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import { CLIENT_ID, ISSUER, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { connectClient, json, postMcp, toolCall } from './fixtures/mcp-client.js';
+import { startUpstream, type Upstream } from './fixtures/upstream.js';
+
+const tempDir = useTempDir('gw-auth-');
+const PRM = 'https://gw.example.test/scim/.well-known/oauth-protected-resource';
+const CHALLENGE_401 = `Bearer resource_metadata="${PRM}", error="invalid_token"`;
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 't', version: '1' },
+  },
+};
+
+const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+describe('mcp-auth', () => {
+  let upstream: Upstream;
+  let km: KeyManager;
+  let fx: GatewayFixture;
+  let scimUrl: string;
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    km = await startKeyManager();
+    fx = await startTestGateway({ dataDir: tempDir(), keyManager: km });
+    const auth = (params: Record<string, unknown>) => [{ name: 'mcp-auth', version: 'v1', params }];
+    const deployments = [
+      proxyDefinition(
+        'scim-v1.0',
+        '/scim',
+        upstream.mcpUrl,
+        auth({ issuers: ['idp'], audiences: [CLIENT_ID] }),
+      ),
+      proxyDefinition(
+        'fwd-v1.0',
+        '/fwd',
+        upstream.mcpUrl,
+        auth({
+          audiences: [CLIENT_ID],
+          forwardToken: true,
+          requiredScopes: ['mcp:connect', 'mcp:basic'],
+        }),
+      ),
+      proxyDefinition(
+        'partial-v1.0',
+        '/partial',
+        upstream.mcpUrl,
+        auth({ audiences: [CLIENT_ID], methods: { enabled: false } }),
+      ),
+    ];
+    for (const definition of deployments) expect((await fx.deploy(definition)).status).toBe(201);
+    scimUrl = `${fx.gateway.plainUrl}/scim/mcp`;
+  });
+  afterAll(async () => {
+    await fx?.gateway.close();
+    await Promise.all([upstream?.close(), km?.stop()]);
+  });
+
+  it('lets the MCP SDK client initialize, list and call tools with a valid token (HTTPS)', async () => {
+    const token = await km.sign({ scope: 'internal_user_mgt_list' });
+    const client = await connectClient(`${fx.gateway.publicUrl}/scim/mcp`, token);
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name)).toContain('search_users');
+    const result = await client.callTool({
+      name: 'search_users',
+      arguments: { filter: 'userName sw a', count: 3 },
+    });
+    expect(result.content).toEqual([{ type: 'text', text: 'found 3 for userName sw a' }]);
+    await client.close();
+  });
+
+  it('refuses initialize without a token, with the WSO2 challenge and body, before the upstream', async () => {
+    const before = upstream.hits;
+    const response = await postMcp(scimUrl, INITIALIZE);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe(CHALLENGE_401);
+    expect(await json(response)).toEqual({
+      error: 'Unauthorized',
+      message: 'Authentication failed',
+    });
+    expect(upstream.hits).toBe(before);
+  });
+
+  it.each([
+    ['a token for another audience (the backend application)', { aud: 'backend-app' }, {}],
+    ['an expired token', { exp: Math.floor(Date.now() / 1000) - 3600 }, {}],
+    ['a token without exp', {}, { noExp: true }],
+    ['a token from another issuer', { iss: 'https://evil.example/oauth2/token' }, {}],
+    ['a token not valid yet', { nbf: Math.floor(Date.now() / 1000) + 3600 }, {}],
+    ['a token with an unknown kid', {}, { kid: 'nope' }],
+  ])('answers 401 for %s', async (_name, claims, options) => {
+    const token = await km.sign(claims, options);
+    const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe(CHALLENGE_401);
+  });
+
+  it('answers 401 for alg none and for HS256 signed with the public key', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { iss: ISSUER, aud: CLIENT_ID, sub: 'u', exp: now + 600, iat: now };
+    const none = `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(claims)}.`;
+    const jwk = km.publicJwk();
+    const input = `${b64url({ alg: 'HS256', kid: jwk.kid, typ: 'JWT' })}.${b64url(claims)}`;
+    const hs = `${input}.${createHmac('sha256', JSON.stringify(jwk)).update(input).digest('base64url')}`;
+    for (const token of [none, hs, 'not-a-jwt', `${input}.tampered`]) {
+      const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
+      expect(response.status).toBe(401);
+    }
+    const basic = await postMcp(scimUrl, INITIALIZE, { authorization: 'Basic YTpi' });
+    expect(basic.status).toBe(401);
+  });
+
+  it('accepts PS256 and ES256 tokens', async () => {
+    for (const alg of ['PS256', 'ES256'] as const) {
+      const token = await km.sign({}, { alg });
+      const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
+      expect(response.status).toBe(200);
+    }
+  });
+
+  it('authenticates GET and DELETE on /mcp, not OPTIONS', async () => {
+    const token = await km.sign({});
+    for (const method of ['GET', 'DELETE']) {
+      const before = upstream.hits;
+      const denied = await fetch(scimUrl, { method, headers: { accept: 'text/event-stream' } });
+      expect(denied.status).toBe(401);
+      expect(upstream.hits).toBe(before);
+      const allowed = await fetch(scimUrl, {
+        method,
+        headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` },
+      });
+      expect(allowed.status).not.toBe(401);
+      await allowed.body?.cancel();
+      expect(upstream.hits).toBe(before + 1);
+    }
+    const before = upstream.hits;
+    const options = await fetch(scimUrl, { method: 'OPTIONS' });
+    expect(options.status).not.toBe(401);
+    expect(upstream.hits).toBe(before + 1);
+  });
+
+  it('strips Authorization by default and forwards it with forwardToken: true', async () => {
+    const token = await km.sign({ scope: 'mcp:connect mcp:basic' });
+    await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
+    expect(upstream.lastHeaders?.authorization).toBeUndefined();
+    const response = await postMcp(`${fx.gateway.plainUrl}/fwd/mcp`, INITIALIZE, {
+      authorization: `Bearer ${token}`,
+    });
+    expect(response.status).toBe(200);
+    expect(upstream.lastHeaders?.authorization).toBe(`Bearer ${token}`);
+  });
+
+  it('enforces requiredScopes at connection and lists them in the challenge', async () => {
+    const url = `${fx.gateway.plainUrl}/fwd/mcp`;
+    const fwdPrm = 'https://gw.example.test/fwd/.well-known/oauth-protected-resource';
+    const anonymous = await postMcp(url, INITIALIZE);
+    expect(anonymous.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${fwdPrm}", scope="mcp:connect mcp:basic", error="invalid_token"`,
+    );
+    const token = await km.sign({ scope: 'mcp:connect' });
+    const before = upstream.hits;
+    const response = await postMcp(url, INITIALIZE, { authorization: `Bearer ${token}` });
+    expect(response.status).toBe(403);
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${fwdPrm}", scope="mcp:basic", error="insufficient_scope"`,
+    );
+    expect(upstream.hits).toBe(before);
+  });
+
+  it('honours methods.enabled: false (initialize open, tools/call still authenticated)', async () => {
+    const url = `${fx.gateway.plainUrl}/partial/mcp`;
+    expect((await postMcp(url, INITIALIZE)).status).toBe(200);
+    const call = toolCall('delete_user');
+    expect((await postMcp(url, call)).status).toBe(401);
+    const token = await km.sign({});
+    expect((await postMcp(url, call, { authorization: `Bearer ${token}` })).status).toBe(200);
+  });
+
+  it('serves protected resource metadata anonymously at both locations', async () => {
+    const expected = {
+      resource: 'https://gw.example.test/scim/mcp',
+      authorization_servers: [ISSUER],
+    };
+    const contextual = await fetch(
+      `${fx.gateway.plainUrl}/scim/.well-known/oauth-protected-resource`,
+    );
+    expect(contextual.status).toBe(200);
+    expect(await json(contextual)).toEqual(expected);
+    const rfc9728 = await fetch(
+      `${fx.gateway.plainUrl}/.well-known/oauth-protected-resource/scim/mcp`,
+    );
+    expect(await json(rfc9728)).toEqual(expected);
+    const withScopes = await fetch(
+      `${fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`,
+    );
+    expect(await json(withScopes)).toEqual({
+      resource: 'https://gw.example.test/fwd/mcp',
+      authorization_servers: [ISSUER],
+      scopes_supported: ['mcp:connect', 'mcp:basic'],
+    });
+  });
+
+  it('rejects malformed and ambiguous JSON-RPC with 400 before authenticating', async () => {
+    const before = upstream.hits;
+    const cases: Array<[string, number]> = [
+      ['{"jsonrpc":"2.0",', -32700],
+      ['[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600],
+      ['{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}', -32600],
+      ['{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call"}', -32600],
+      [
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_users","name":"delete_user"}}',
+        -32600,
+      ],
+      ['{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","NAME":"b"}}', -32600],
+      ['{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}', -32600],
+    ];
+    for (const [body, code] of cases) {
+      const response = await postMcp(scimUrl, body);
+      expect(response.status).toBe(400);
+      expect((await json(response)).error.code).toBe(code);
+    }
+    expect(upstream.hits).toBe(before);
+  });
+
+  it('never serves a cached verification past the token expiry', async () => {
+    const nowSeconds = Math.floor(fx.clock.now() / 1000);
+    const token = await km.sign({ iat: nowSeconds, exp: nowSeconds + 30 });
+    const headers = { authorization: `Bearer ${token}` };
+    expect((await postMcp(scimUrl, INITIALIZE, headers)).status).toBe(200);
+    fx.clock.advance(90_000); // past exp plus the 30 s leeway; other tokens here live 10 minutes
+    expect((await postMcp(scimUrl, INITIALIZE, headers)).status).toBe(401);
+  });
+
+  it('picks up a rotated signing key on an unknown kid', async () => {
+    const kid = await km.rotate();
+    const token = await km.sign({});
+    fx.clock.advance(60_000); // past the unknown-kid refetch cooldown
+    const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
+    expect(response.status).toBe(200);
+    expect(kid).toBe('rsa-2');
+  });
+
+  it('refetches the JWKS for unknown kids at most once per cooldown', async () => {
+    const before = km.fetches;
+    for (const kid of ['ghost-1', 'ghost-2', 'ghost-3']) {
+      const token = await km.sign({}, { kid });
+      expect(
+        (await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` })).status,
+      ).toBe(401);
+    }
+    expect(km.fetches).toBe(before);
+    fx.clock.advance(60_000);
+    const token = await km.sign({}, { kid: 'ghost-4' });
+    expect((await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` })).status).toBe(
+      401,
+    );
+    expect(km.fetches).toBe(before + 1);
+  });
+});
+
+describe('mcp-auth when the JWKS endpoint goes down', () => {
+  it('keeps verifying with cached keys', async () => {
+    const upstream = await startUpstream();
+    const km = await startKeyManager();
+    const fx = await startTestGateway({ dataDir: tempDir(), keyManager: km });
+    try {
+      const definition = proxyDefinition('scim-v1.0', '/scim', upstream.mcpUrl, [
+        { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } },
+      ]);
+      expect((await fx.deploy(definition)).status).toBe(201);
+      const url = `${fx.gateway.plainUrl}/scim/mcp`;
+      const first = await km.sign({ sub: 'first' });
+      expect((await postMcp(url, INITIALIZE, { authorization: `Bearer ${first}` })).status).toBe(
+        200,
+      );
+      const fetches = km.fetches;
+      const second = await km.sign({ sub: 'second' });
+      await km.stop();
+      fx.clock.advance(10 * 60_000); // past the JWKS cache TTL: a refresh is attempted and fails
+      expect((await postMcp(url, INITIALIZE, { authorization: `Bearer ${second}` })).status).toBe(
+        200,
+      );
+      expect(km.fetches).toBe(fetches);
+    } finally {
+      await fx.gateway.close();
+      await upstream.close();
+    }
+  });
+});

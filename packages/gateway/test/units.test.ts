@@ -1,0 +1,80 @@
+import { parseMcpBody } from '@mcp-identity/gateway';
+import { describe, expect, it } from 'vitest';
+import { SseListFilter } from '../src/list-filter.js';
+
+describe('parseMcpBody', () => {
+  it('sees through escaped duplicate member names', () => {
+    const body = '{"jsonrpc":"2.0","id":1,"method":"tools/list","\\u006dethod":"tools/call"}';
+    expect(parseMcpBody(body)).toMatchObject({ ok: false, code: -32600 });
+  });
+
+  it('ignores look-alike keys nested deeper than params', () => {
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'a',
+      method: 'tools/call',
+      params: { name: 'search_users', arguments: { name: 'x', method: 'y', Name: 'z' } },
+    });
+    expect(parseMcpBody(body)).toEqual({
+      ok: true,
+      call: { id: 'a', method: 'tools/call', params: expect.any(Object), target: 'search_users' },
+    });
+  });
+
+  it('accepts client replies to server requests and notifications', () => {
+    expect(parseMcpBody('{"jsonrpc":"2.0","id":4,"result":{}}')).toMatchObject({
+      ok: true,
+      call: { method: '' },
+    });
+    expect(parseMcpBody('{"jsonrpc":"2.0","method":"notifications/initialized"}')).toMatchObject({
+      ok: true,
+      call: { id: null, method: 'notifications/initialized' },
+    });
+  });
+
+  it('rejects wrong shapes', () => {
+    for (const body of [
+      'null',
+      '"x"',
+      '{"jsonrpc":"1.0","method":"a"}',
+      '{"jsonrpc":"2.0","method":"a","params":[1]}',
+      '{"jsonrpc":"2.0","id":{},"method":"a"}',
+    ]) {
+      expect(parseMcpBody(body)).toMatchObject({ ok: false, code: -32600 });
+    }
+  });
+});
+
+describe('SseListFilter', () => {
+  async function run(input: string, chunkSize: number): Promise<string> {
+    const filter = new SseListFilter('tools', (item) => item.name !== 'secret');
+    const out: string[] = [];
+    filter.on('data', (chunk: Buffer) => out.push(chunk.toString('utf8')));
+    const done = new Promise((resolve) => filter.on('end', resolve));
+    const bytes = Buffer.from(input);
+    for (let i = 0; i < bytes.length; i += chunkSize)
+      filter.write(bytes.subarray(i, i + chunkSize));
+    filter.end();
+    await done;
+    return out.join('');
+  }
+
+  const list = { jsonrpc: '2.0', id: 1, result: { tools: [{ name: 'open' }, { name: 'secret' }] } };
+  const stream =
+    `event: message\nid: 7\ndata: ${JSON.stringify(list)}\n\n` +
+    'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\n\n';
+
+  it.each([1, 3, 64, 10_000])('filters list results split into %i-byte chunks', async (size) => {
+    const output = await run(stream, size);
+    expect(output).toContain('id: 7\n');
+    expect(output).toContain('"name":"open"');
+    expect(output).not.toContain('secret');
+    expect(output).toContain('notifications/progress');
+  });
+
+  it('leaves other events byte for byte', async () => {
+    const other =
+      'event: message\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\r\n\r\n: keep-alive\r\n\r\n';
+    expect(await run(other, 5)).toBe(other);
+  });
+});
