@@ -1,0 +1,378 @@
+/**
+ * Runs the official MCP conformance suite (@modelcontextprotocol/conformance) against
+ * `arazzo-mcp serve --auth builtin` (research mcp-auth.md §1.8):
+ *
+ *  1. starts the bin on a free port with a fresh data directory and the repository's SCIM
+ *     workflows, and reads the first account's password from its output;
+ *  2. obtains an access token through the authorization code flow (registration, the login
+ *     form, PKCE, the token endpoint) — the way a user's MCP client would;
+ *  3. `conformance server` for server-initialize, ping and tools-list, through a loopback proxy
+ *     that adds the Bearer token (the suite's client cannot send one);
+ *  4. `conformance authorization` against the authorization server, when the installed suite
+ *     has that command (0.2.0-alpha and later), driving the login form headlessly.
+ *
+ *   npx tsx packages/arazzo-mcp/scripts/conformance.ts [--verbose]
+ *
+ * Exit code 1 when any scenario that ran failed. On Node 20 the suite is started with
+ * node20-fs-shim.mjs (the suite imports Node 22's fs.globSync, used only by tier-check).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PACKAGE = fileURLToPath(new URL('../', import.meta.url));
+const REPOSITORY = join(PACKAGE, '..', '..');
+const BIN = join(PACKAGE, 'src', 'bin.ts');
+const REGISTER_SOURCES = join(PACKAGE, 'test', 'support', 'register-sources.mjs');
+const FS_SHIM = join(PACKAGE, 'scripts', 'node20-fs-shim.mjs');
+const CONFORMANCE = join(
+  REPOSITORY,
+  'node_modules',
+  '@modelcontextprotocol',
+  'conformance',
+  'dist',
+  'index.js',
+);
+const WORKFLOWS = join(REPOSITORY, 'workflows', 'scim', 'scim.arazzo.yaml');
+const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list'];
+const CALLBACK_PORT = 3917;
+const verbose = process.argv.includes('--verbose');
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
+
+interface Outcome {
+  run: string;
+  status: 'PASS' | 'FAIL' | 'SKIPPED';
+  note?: string;
+}
+
+interface Started {
+  url: string;
+  email: string;
+  password: string;
+  child: ChildProcess;
+}
+
+/** `serve --auth builtin` on a free port; resolves once it listens. */
+async function startServer(dataDir: string): Promise<Started> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--import',
+      REGISTER_SOURCES,
+      BIN,
+      'serve',
+      '--auth',
+      'builtin',
+      '--arazzo',
+      WORKFLOWS,
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--admin-email',
+      'conformance@localhost',
+    ],
+    // Info level: the "listening" line carries the URL.
+    { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new Error(`the server did not start within 60 s:\n${stdout}${stderr}`));
+    }, 60_000);
+    child.once('exit', (code) => reject(new Error(`the server exited with ${code}:\n${stderr}`)));
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      const password = /Password \(shown only this once\): (\S+)/.exec(stdout)?.[1];
+      const url = /"url":"(http:\/\/[^"]+)\/mcp"/.exec(stdout)?.[1];
+      if (password && url) {
+        clearTimeout(timer);
+        resolve({ url, email: 'conformance@localhost', password, child });
+      }
+    });
+  });
+}
+
+/** The body of the login form's hidden inputs, as a browser would submit them. */
+function hiddenInputs(html: string): Record<string, string> {
+  const decode = (value: string) =>
+    value
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&amp;/g, '&');
+  const fields: Record<string, string> = {};
+  for (const [, name = '', value = ''] of html.matchAll(
+    /<input type="hidden" name="([^"]*)" value="([^"]*)">/g,
+  )) {
+    fields[decode(name)] = decode(value);
+  }
+  return fields;
+}
+
+/** Loads the login form of an authorization URL, signs in, returns the redirect location. */
+async function signIn(authorizationUrl: string, server: Started): Promise<URL> {
+  const form = await fetch(authorizationUrl);
+  if (form.status !== 200) throw new Error(`the authorize page answered ${form.status}`);
+  const response = await fetch(`${server.url}/oauth/authorize`, {
+    method: 'POST',
+    body: new URLSearchParams({
+      ...hiddenInputs(await form.text()),
+      email: server.email,
+      password: server.password,
+    }),
+    redirect: 'manual',
+  });
+  const location = response.headers.get('location');
+  if (location === null) throw new Error(`the login answered ${response.status}, no redirect`);
+  return new URL(location);
+}
+
+async function registerClient(server: Started, redirectUri: string): Promise<string> {
+  const response = await fetch(`${server.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [redirectUri] }),
+  });
+  if (response.status !== 200) throw new Error(`registration answered ${response.status}`);
+  return ((await response.json()) as { client_id: string }).client_id;
+}
+
+/** An access token with `mcp:tools` through the full authorization code flow with PKCE. */
+async function obtainAccessToken(server: Started): Promise<string> {
+  const redirectUri = 'http://127.0.0.1:8976/callback';
+  const clientId = await registerClient(server, redirectUri);
+  const verifier = randomBytes(32).toString('base64url');
+  const state = randomBytes(16).toString('base64url');
+  const query = new URLSearchParams({
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    response_type: 'code',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    state,
+    scope: 'mcp:tools',
+  });
+  const redirect = await signIn(`${server.url}/oauth/authorize?${query}`, server);
+  const code = redirect.searchParams.get('code');
+  if (code === null || redirect.searchParams.get('state') !== state) {
+    throw new Error(`unexpected redirect ${redirect.origin}${redirect.pathname}`);
+  }
+  const response = await fetch(`${server.url}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    }),
+  });
+  if (response.status !== 200) throw new Error(`the token endpoint answered ${response.status}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+/**
+ * Forwards every request to the server with `Authorization: Bearer <token>` added. `Host` is
+ * rewritten to the server's, which is the issuer the token was minted for.
+ */
+async function startTokenProxy(target: string, token: string): Promise<Server> {
+  const upstream = new URL(target);
+  const proxy = createServer((incoming, outgoing) => {
+    const forwarded = httpRequest(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: incoming.method,
+        path: incoming.url,
+        headers: { ...incoming.headers, host: upstream.host, authorization: `Bearer ${token}` },
+      },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forwarded.on('error', () => {
+      outgoing.writeHead(502).end();
+    });
+    incoming.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return proxy;
+}
+
+/** Starts the conformance CLI (with the Node 20 shim) and collects its output. */
+function conformance(args: string[]) {
+  const child = spawn(process.execPath, ['--import', FS_SHIM, CONFORMANCE, ...args], {
+    env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', FORCE_COLOR: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: string) => {
+    output += chunk;
+    if (verbose) process.stdout.write(chunk);
+  };
+  child.stdout.setEncoding('utf8').on('data', collect);
+  child.stderr.setEncoding('utf8').on('data', collect);
+  const done = new Promise<{ code: number | null; output: string }>((resolve) => {
+    child.once('exit', (code) => resolve({ code, output }));
+  });
+  return { child, done, output: () => output };
+}
+
+/** The suite's own per-check lines (`[check-id] STATUS …`) and its totals, for the report. */
+function checkLines(output: string): string[] {
+  const plain = output.replace(ANSI_COLOUR, '');
+  return plain
+    .split('\n')
+    .filter((line) => /\[[\w-]+\] (SUCCESS|FAILURE|WARNING|INFO|SKIPPED)|Passed: \d+/.test(line))
+    .map((line) => line.trim());
+}
+
+async function runServerScenarios(mcpUrl: string): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  for (const scenario of SERVER_SCENARIOS) {
+    const run = conformance(['server', '--url', mcpUrl, '--scenario', scenario]);
+    const { code, output } = await run.done;
+    console.log(`\n--- conformance server --scenario ${scenario} (exit ${code})`);
+    for (const line of checkLines(output)) console.log(`  ${line}`);
+    outcomes.push({ run: `server ${scenario}`, status: code === 0 ? 'PASS' : 'FAIL' });
+  }
+  return outcomes;
+}
+
+/** Control: without the proxy the suite's client sends no token, so /mcp must refuse it. */
+async function runUnauthenticatedControl(mcpUrl: string): Promise<Outcome> {
+  const { code, output } = await conformance([
+    'server',
+    '--url',
+    mcpUrl,
+    '--scenario',
+    'server-initialize',
+  ]).done;
+  console.log(
+    `\n--- control: conformance server --scenario server-initialize, no token (exit ${code})`,
+  );
+  const reason = /^\s*Error: (.*)$/m.exec(output.replace(ANSI_COLOUR, ''))?.[1] ?? '';
+  console.log(`  ${reason}`);
+  return {
+    run: 'control: server-initialize without a token is refused (invalid_token)',
+    status: code !== 0 && reason.includes('invalid_token') ? 'PASS' : 'FAIL',
+  };
+}
+
+async function hasAuthorizationCommand(): Promise<boolean> {
+  const { output } = await conformance(['--help']).done;
+  return /^\s+authorization\b/m.test(output);
+}
+
+/**
+ * `conformance authorization` (all its scenarios in one run: the code-grant scenario reads the
+ * metadata the metadata scenario fetched). The suite prints an authorization URL and waits for
+ * a browser to reach its callback; here the login form is filled over HTTP and the redirect
+ * followed to that callback.
+ */
+async function runAuthorizationScenarios(server: Started): Promise<Outcome[]> {
+  if (!(await hasAuthorizationCommand())) {
+    const note =
+      'the installed @modelcontextprotocol/conformance has no `authorization` command (it came with 0.2.0-alpha)';
+    console.log(`\n--- conformance authorization: SKIPPED: ${note}`);
+    return [{ run: 'authorization (all scenarios)', status: 'SKIPPED', note }];
+  }
+  const clientId = await registerClient(server, `http://127.0.0.1:${CALLBACK_PORT}/callback`);
+  const run = conformance([
+    'authorization',
+    '--url',
+    server.url,
+    '--client-id',
+    clientId,
+    '--resource',
+    `${server.url}/mcp`,
+    '-p',
+    String(CALLBACK_PORT),
+  ]);
+  let driverError: string | undefined;
+  const watch = () => {
+    const url = /^\s*(http\S+\/oauth\/authorize\?\S+)\s*$/m.exec(run.output())?.[1];
+    if (url === undefined) return;
+    run.child.stdout?.off('data', watch);
+    signIn(url, server)
+      .then((redirect) => fetch(redirect))
+      .catch((error: unknown) => {
+        driverError = (error as Error).message;
+        run.child.kill('SIGTERM');
+      });
+  };
+  run.child.stdout?.on('data', watch);
+  const { code, output } = await run.done;
+  console.log(`\n--- conformance authorization (exit ${code})`);
+  const lines = checkLines(output);
+  for (const line of lines) console.log(`  ${line}`);
+  if (driverError !== undefined) {
+    return [{ run: 'authorization', status: 'FAIL', note: `login driver: ${driverError}` }];
+  }
+  const checks = lines.flatMap((line) => {
+    const match = /\[([\w-]+)\] (SUCCESS|FAILURE|WARNING|SKIPPED)/.exec(line);
+    return match ? [{ id: match[1] ?? '', status: match[2] ?? '' }] : [];
+  });
+  const outcomes: Outcome[] = checks.map(({ id, status }) => ({
+    run: `authorization ${id}`,
+    status: status === 'FAILURE' ? 'FAIL' : status === 'SKIPPED' ? 'SKIPPED' : 'PASS',
+    note: status === 'WARNING' ? 'warning' : undefined,
+  }));
+  if (code !== 0 && !outcomes.some((outcome) => outcome.status === 'FAIL')) {
+    outcomes.push({ run: 'authorization', status: 'FAIL', note: `exit code ${code}` });
+  }
+  return outcomes;
+}
+
+async function main(): Promise<number> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'arazzo-mcp-conformance-'));
+  let server: Started | undefined;
+  let proxy: Server | undefined;
+  try {
+    server = await startServer(dataDir);
+    console.log(`arazzo-mcp serve --auth builtin at ${server.url}`);
+    const token = await obtainAccessToken(server);
+    console.log('access token obtained through the authorization code flow (PKCE S256)');
+    proxy = await startTokenProxy(server.url, token);
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const outcomes = [
+      await runUnauthenticatedControl(`${server.url}/mcp`),
+      ...(await runServerScenarios(`${proxyUrl}/mcp`)),
+      ...(await runAuthorizationScenarios(server)),
+    ];
+    console.log('\n=== Conformance summary ===');
+    for (const { run, status, note } of outcomes) {
+      console.log(`${status.padEnd(8)} ${run}${note ? ` (${note})` : ''}`);
+    }
+    return outcomes.some((outcome) => outcome.status === 'FAIL') ? 1 : 0;
+  } finally {
+    proxy?.close();
+    server?.child.kill('SIGTERM');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(`conformance run failed: ${(error as Error).message}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { hashSecret, randomToken, verifySecret } from '@mcp-identity/common';
+import Database from 'better-sqlite3';
+
+/** An end user of Area A's built-in login (spec §5.1 rule 6). */
+export interface Account {
+  id: string;
+  email: string;
+  createdAt: string;
+}
+
+export type AccountCheck = { ok: true; account: Account } | { ok: false };
+
+/** A problem with an account request the caller can fix (exit 1 / HTTP 4xx, never a crash). */
+export class AccountError extends Error {
+  constructor(
+    message: string,
+    readonly code: 'invalid_email' | 'invalid_password' | 'duplicate_email' | 'not_found',
+  ) {
+    super(message);
+    this.name = 'AccountError';
+  }
+}
+
+export const ACCOUNTS_FILE = 'accounts.db';
+export const MIN_PASSWORD_LENGTH = 8;
+/** scrypt's cost does not depend on the input length, but bodies this long are abuse. */
+export const MAX_PASSWORD_LENGTH = 1024;
+const MAX_EMAIL_LENGTH = 254;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+/** E-mail addresses are unique regardless of case: stored and looked up lower-cased. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function validEmail(email: string): string {
+  const normalized = normalizeEmail(email);
+  if (normalized.length > MAX_EMAIL_LENGTH || !EMAIL.test(normalized)) {
+    throw new AccountError(`not an e-mail address: ${JSON.stringify(email)}`, 'invalid_email');
+  }
+  return normalized;
+}
+
+function validPassword(password: string): string {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw new AccountError(
+      `the password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
+      'invalid_password',
+    );
+  }
+  return password;
+}
+
+/** A password for accounts created without one: 144 random bits, shown once. */
+export function generatePassword(): string {
+  return randomToken(18);
+}
+
+interface AccountRow {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: string;
+}
+
+const toAccount = (row: AccountRow): Account => ({
+  id: row.id,
+  email: row.email,
+  createdAt: row.created_at,
+});
+
+/**
+ * Accounts in SQLite (`<dataDir>/accounts.db`, WAL), passwords as scrypt hashes. Hashing runs
+ * off the main thread (libuv pool); the queries are synchronous and tiny.
+ */
+export class AccountStore {
+  readonly #db: Database.Database;
+  /** Verified when the e-mail is unknown, so a miss costs what a wrong password costs. */
+  #dummyHash: Promise<string> | undefined;
+
+  private constructor(db: Database.Database) {
+    this.#db = db;
+  }
+
+  /** Opens (creating when needed) the account database of a data directory. */
+  static open(dataDir: string): AccountStore {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const db = new Database(join(dataDir, ACCOUNTS_FILE));
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('busy_timeout = 5000');
+      db.exec(`CREATE TABLE IF NOT EXISTS accounts (
+        id TEXT PRIMARY KEY,
+        email TEXT NOT NULL UNIQUE,
+        password_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      )`);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    return new AccountStore(db);
+  }
+
+  count(): number {
+    return (this.#db.prepare('SELECT COUNT(*) AS n FROM accounts').get() as { n: number }).n;
+  }
+
+  list(): Account[] {
+    const rows = this.#db.prepare('SELECT * FROM accounts ORDER BY created_at, email').all();
+    return (rows as AccountRow[]).map(toAccount);
+  }
+
+  findById(id: string): Account | undefined {
+    const row = this.#db.prepare('SELECT * FROM accounts WHERE id = ?').get(id);
+    return row === undefined ? undefined : toAccount(row as AccountRow);
+  }
+
+  async add(email: string, password: string): Promise<Account> {
+    const normalized = validEmail(email);
+    const hash = await hashSecret(validPassword(password));
+    const account = { id: randomUUID(), email: normalized, createdAt: new Date().toISOString() };
+    try {
+      this.#db
+        .prepare('INSERT INTO accounts (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)')
+        .run(account.id, account.email, hash, account.createdAt);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+        throw new AccountError(
+          `an account with e-mail ${normalized} already exists`,
+          'duplicate_email',
+        );
+      }
+      throw error;
+    }
+    return account;
+  }
+
+  async setPassword(email: string, password: string): Promise<Account> {
+    const normalized = normalizeEmail(email);
+    const hash = await hashSecret(validPassword(password));
+    const result = this.#db
+      .prepare('UPDATE accounts SET password_hash = ? WHERE email = ?')
+      .run(hash, normalized);
+    if (result.changes === 0) throw notFound(normalized);
+    return toAccount(this.#row(normalized) as AccountRow);
+  }
+
+  remove(email: string): Account {
+    const normalized = normalizeEmail(email);
+    const row = this.#row(normalized);
+    if (row === undefined) throw notFound(normalized);
+    this.#db.prepare('DELETE FROM accounts WHERE id = ?').run(row.id);
+    return toAccount(row);
+  }
+
+  /** Checks credentials in about the same time whether or not the account exists. */
+  async verify(email: string, password: string): Promise<AccountCheck> {
+    const row = this.#row(normalizeEmail(email));
+    if (row === undefined || password.length > MAX_PASSWORD_LENGTH) {
+      this.#dummyHash ??= hashSecret(randomToken());
+      await verifySecret(password.slice(0, MAX_PASSWORD_LENGTH), await this.#dummyHash);
+      return { ok: false };
+    }
+    return (await verifySecret(password, row.password_hash))
+      ? { ok: true, account: toAccount(row) }
+      : { ok: false };
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+
+  #row(normalizedEmail: string): AccountRow | undefined {
+    return this.#db.prepare('SELECT * FROM accounts WHERE email = ?').get(normalizedEmail) as
+      | AccountRow
+      | undefined;
+  }
+}
+
+function notFound(email: string): AccountError {
+  return new AccountError(`no account with e-mail ${email}`, 'not_found');
+}

@@ -1,0 +1,127 @@
+import type { IssuerResolver, SigningKey } from '@mcp-identity/oauth';
+import { signToken } from '@mcp-identity/oauth';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { jwtVerify } from 'jose';
+import { type AccountStore, normalizeEmail } from './accounts.js';
+import { FailureThrottle } from './throttle.js';
+
+export const LOGIN_PATH = '/api/auth/login';
+export const ME_PATH = '/api/auth/me';
+
+export interface AppLoginOptions {
+  accounts: AccountStore;
+  key: SigningKey;
+  issuer: IssuerResolver;
+  /** Lifetime of the application's own tokens. Default 3600 s. */
+  tokenTtlSeconds?: number;
+  /** Failed logins per e-mail / per IP within `throttleWindowSeconds`. Defaults 5 / 20. */
+  failuresPerAccount?: number;
+  failuresPerIp?: number;
+  throttleWindowSeconds?: number;
+  clock?: () => number;
+}
+
+/**
+ * The audience of every token this server signs. A normal-login token shares the MCP tokens'
+ * issuer and audience — one JWT Bearer scheme for the whole application, as spec §5.1 rule 1
+ * describes — so the guard authenticates it and then refuses it for lacking `mcp:tools`
+ * (403, rule 2) instead of treating it as garbage (401).
+ */
+export const tokenAudience = (issuer: string) => `${issuer}/mcp`;
+
+function sendError(reply: FastifyReply, status: number, error: string, message: string) {
+  return reply.code(status).header('cache-control', 'no-store').send({ error, message });
+}
+
+function credentialsOf(body: unknown): { email: string; password: string } | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const { email, password } = body as Record<string, unknown>;
+  if (typeof email !== 'string' || typeof password !== 'string') return undefined;
+  if (email.trim() === '' || password === '') return undefined;
+  return { email, password };
+}
+
+/**
+ * The application's normal login (spec §5.1 rules 2 and 6): `POST /api/auth/login` with JSON
+ * `{ email, password }` answers a Bearer JWT without `mcp:tools`; `GET /api/auth/me` names the
+ * bearer. Failed logins are throttled per account and per IP.
+ */
+export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, options) => {
+  const clock = options.clock ?? Date.now;
+  const ttlSeconds = options.tokenTtlSeconds ?? 3600;
+  const windowMs = (options.throttleWindowSeconds ?? 900) * 1000;
+  const perAccount = new FailureThrottle(options.failuresPerAccount ?? 5, windowMs, clock);
+  const perIp = new FailureThrottle(options.failuresPerIp ?? 20, windowMs, clock);
+
+  app.post(LOGIN_PATH, async (request, reply) => {
+    const credentials = credentialsOf(request.body);
+    if (credentials === undefined) {
+      return sendError(
+        reply,
+        400,
+        'invalid_request',
+        'Send a JSON object with string fields "email" and "password".',
+      );
+    }
+    const account = normalizeEmail(credentials.email);
+    const retryAfter = Math.max(perAccount.blockedFor(account), perIp.blockedFor(request.ip));
+    if (retryAfter > 0) {
+      reply.header('retry-after', String(retryAfter));
+      return sendError(reply, 429, 'too_many_requests', 'Too many failed logins; try again later.');
+    }
+    const result = await options.accounts.verify(credentials.email, credentials.password);
+    if (!result.ok) {
+      perAccount.fail(account);
+      perIp.fail(request.ip);
+      return sendError(reply, 401, 'invalid_credentials', 'Invalid e-mail or password.');
+    }
+    perAccount.succeed(account);
+    const issuer = options.issuer(request);
+    const { token, expiresIn } = await signToken(options.key, {
+      issuer,
+      audience: tokenAudience(issuer),
+      subject: result.account.id,
+      ttlSeconds: ttlSeconds,
+      claims: { email: result.account.email },
+      clock,
+    });
+    return reply
+      .header('cache-control', 'no-store')
+      .send({ access_token: token, token_type: 'Bearer', expires_in: expiresIn });
+  });
+
+  app.get(ME_PATH, async (request, reply) => {
+    const subject = await bearerSubject(request, options, clock);
+    const account = subject === undefined ? undefined : options.accounts.findById(subject);
+    if (account === undefined) {
+      reply.header('www-authenticate', 'Bearer');
+      return sendError(reply, 401, 'invalid_token', 'A valid Bearer token is required.');
+    }
+    return reply.header('cache-control', 'no-store').send({ id: account.id, email: account.email });
+  });
+};
+
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** The `sub` of a token this server signed for this issuer, or undefined. */
+async function bearerSubject(
+  request: FastifyRequest,
+  options: AppLoginOptions,
+  clock: () => number,
+): Promise<string | undefined> {
+  const token = BEARER.exec(request.headers.authorization ?? '')?.[1];
+  if (token === undefined) return undefined;
+  const issuer = options.issuer(request);
+  try {
+    const { payload } = await jwtVerify(token, options.key.publicKey, {
+      algorithms: [options.key.alg],
+      issuer,
+      audience: tokenAudience(issuer),
+      currentDate: new Date(clock()),
+      requiredClaims: ['exp', 'sub'],
+    });
+    return payload.sub;
+  } catch {
+    return undefined;
+  }
+}

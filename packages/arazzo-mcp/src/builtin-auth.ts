@@ -1,0 +1,109 @@
+import { join } from 'node:path';
+import {
+  createAccessTokenIssuer,
+  createIssuerResolver,
+  createMcpGuard,
+  loadOrCreateSigningKey,
+  oauthServer,
+  publicJwks,
+} from '@mcp-identity/oauth';
+import type { FastifyPluginAsync } from 'fastify';
+import { AccountStore, generatePassword } from './accounts.js';
+import { appLoginRoutes } from './app-login.js';
+import type { HttpAuth } from './http.js';
+
+export const DEFAULT_DATA_DIR = '.data/area-a';
+export const DEFAULT_ADMIN_EMAIL = 'admin@localhost';
+export const SIGNING_KEY_FILE = 'signing-key.json';
+
+export interface BuiltinAuthOptions {
+  /** Holds `accounts.db` and `signing-key.json`. Default `.data/area-a`. */
+  dataDir?: string;
+  /** Fixes the issuer (scheme, host, path base); otherwise derived from each request. */
+  publicUrl?: string;
+  /** Trust `X-Forwarded-*`: for the issuer and for the client IP the rate limits count. */
+  trustProxy?: boolean;
+  /** E-mail of the account created when the store is empty. Default `admin@localhost`. */
+  initialAccountEmail?: string;
+  /**
+   * Receives the generated password of that first account, once. Default: one line on stdout
+   * (never the logger, which may ship lines elsewhere).
+   */
+  onInitialAccount?: (account: { email: string; password: string }) => void;
+  /** Lifetime of OAuth access tokens (default 300 s) and normal-login tokens (default 3600 s). */
+  accessTokenTtlSeconds?: number;
+  loginTokenTtlSeconds?: number;
+}
+
+/**
+ * What `createArazzoMcpApp` mounts for `--auth builtin`: `createMcpGuard`'s hook (it acts on
+ * `/mcp` and below only) and the routes of the authorization server and the normal login.
+ */
+export interface BuiltinAuth extends HttpAuth {
+  /** Closes the account database. */
+  close(): void;
+}
+
+/** The two lines announcing the first account; its password is never shown again. */
+export function describeInitialAccount(account: { email: string; password: string }): string {
+  return `Created the first account: ${account.email}\nPassword (shown only this once): ${account.password}`;
+}
+
+function printInitialAccount(account: { email: string; password: string }): void {
+  process.stdout.write(`${describeInitialAccount(account)}\n`);
+}
+
+/**
+ * Area A's own authorization server around the Arazzo tools: the account store and signing
+ * key of the data directory, the oauth plugin with the store as its login operation, the
+ * guard, and the normal login. Creates the first account when the store is empty.
+ */
+export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promise<BuiltinAuth> {
+  const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
+  const key = await loadOrCreateSigningKey(join(dataDir, SIGNING_KEY_FILE));
+  const accounts = AccountStore.open(dataDir);
+  try {
+    if (accounts.count() === 0) {
+      const password = generatePassword();
+      const account = await accounts.add(
+        options.initialAccountEmail ?? DEFAULT_ADMIN_EMAIL,
+        password,
+      );
+      (options.onInitialAccount ?? printInitialAccount)({ email: account.email, password });
+    }
+  } catch (error) {
+    accounts.close();
+    throw error;
+  }
+  const issuerOptions = { publicUrl: options.publicUrl, trustProxy: options.trustProxy === true };
+  const guard = createMcpGuard({ key: key.publicKey, algorithms: [key.alg], ...issuerOptions });
+  const routes: FastifyPluginAsync = async (app) => {
+    await app.register(oauthServer, {
+      ...issuerOptions,
+      applicationName: 'Arazzo MCP',
+      // The application's login operation, remember-me false: it verifies and keeps nothing.
+      login: async ({ email, password }) => {
+        const result = await accounts.verify(email, password);
+        return result.ok
+          ? { ok: true, userId: result.account.id }
+          : { ok: false, reason: 'invalid_credentials' };
+      },
+      issueAccessToken: createAccessTokenIssuer(key, {
+        ttlSeconds: options.accessTokenTtlSeconds ?? 300,
+      }),
+      jwks: async () => publicJwks(key),
+    });
+    await app.register(appLoginRoutes, {
+      accounts,
+      key,
+      issuer: createIssuerResolver(issuerOptions),
+      tokenTtlSeconds: options.loginTokenTtlSeconds,
+    });
+  };
+  return {
+    guard,
+    routes,
+    trustProxy: issuerOptions.trustProxy,
+    close: () => accounts.close(),
+  };
+}

@@ -1,0 +1,75 @@
+import type { WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
+import {
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { type ArgumentReader, createArgumentReader } from './arguments.js';
+import { invalidArgumentsResult, type ResultOptions, toCallToolResult } from './results.js';
+import { buildTools, type ToolShapeOptions, type WorkflowTool } from './tools.js';
+
+/** What the tools need from the Arazzo executor (its Runner satisfies it). */
+export interface WorkflowRunner {
+  run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult>;
+}
+
+export interface CatalogLogger {
+  warn(obj: object, msg?: string): void;
+}
+
+export interface ToolCatalogOptions extends ToolShapeOptions, ResultOptions {
+  logger?: CatalogLogger;
+}
+
+/** The MCP tools of one Arazzo document, independent of any transport. */
+export interface ToolCatalog {
+  readonly tools: readonly WorkflowTool[];
+  /** The `tools/list` entries. */
+  list(): Tool[];
+  /**
+   * Runs one `tools/call`. Never rejects for a workflow failure (that is a result);
+   * rejects with an McpError (-32602) only for an unknown tool.
+   */
+  call(name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult>;
+}
+
+/** Builds the tools (throws ToolShapeError for invalid or colliding names). */
+export function createToolCatalog(
+  workflows: readonly WorkflowSummary[],
+  runner: WorkflowRunner,
+  options: ToolCatalogOptions = {},
+): ToolCatalog {
+  const tools = buildTools(workflows, options);
+  const byName = new Map<string, { tool: WorkflowTool; read: ArgumentReader }>(
+    tools.map((tool) => [tool.name, { tool, read: createArgumentReader(tool) }]),
+  );
+  const listing: Tool[] = tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    outputSchema: tool.outputSchema,
+  }));
+
+  return {
+    tools,
+    list: () => listing,
+    async call(name, args) {
+      const entry = byName.get(name);
+      if (!entry) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
+      const { tool, read } = entry;
+      const checked = read(args);
+      if (!checked.ok) return invalidArgumentsResult(tool, checked.problems);
+      let result: WorkflowResult;
+      try {
+        result = await runner.run(tool.workflowId, checked.inputs);
+      } catch (error) {
+        // The executor reports failures as results; an exception here is unexpected, yet the
+        // client still gets the reference's `Workflow Error` text rather than a broken call.
+        options.logger?.warn({ err: error, tool: tool.name }, 'workflow run threw');
+        result = { kind: 'error', message: (error as Error)?.message ?? String(error) };
+      }
+      return toCallToolResult(tool, result, checked.received, options);
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import {
+  createApp,
+  JSON_RPC,
+  jsonRpcError,
+  type Logger,
+  registerHealthRoutes,
+} from '@mcp-identity/common';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type {
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+  preHandlerAsyncHookHandler,
+} from 'fastify';
+import type { ToolCatalog } from './catalog.js';
+import { createMcpServer, type ServerInfo } from './mcp-server.js';
+
+export const MCP_PATH = '/mcp';
+export const HEALTH_PATH = '/health';
+
+export interface ArazzoMcpAppOptions {
+  catalog: ToolCatalog;
+  logger: Logger;
+  serverInfo?: ServerInfo;
+  /**
+   * Runs before every `/mcp` request (an authentication guard, for instance). It may reply
+   * to stop the request, and may set `request.raw.auth` (the SDK's AuthInfo) for the tools.
+   */
+  mcpGuard?: preHandlerAsyncHookHandler;
+  /** An authorization layer mounted at the root (`setUpBuiltinAuth` builds one). */
+  auth?: HttpAuth;
+}
+
+export interface HttpAuth {
+  /** Runs first on every request, before any body is read; it decides which paths it guards. */
+  guard: onRequestAsyncHookHandler;
+  /** Routes of the authorization layer (its endpoints, the application's login). */
+  routes: FastifyPluginAsync;
+  /** Believe `X-Forwarded-For` for the client IP (rate limits). */
+  trustProxy: boolean;
+}
+
+/** Streamable HTTP needs only POST when the server keeps no sessions. */
+const NOT_ALLOWED_METHODS = ['GET', 'DELETE', 'PUT', 'PATCH'] as const;
+
+/**
+ * The HTTP app: stateless Streamable HTTP at `/mcp` (a fresh MCP server and transport for
+ * every POST, so concurrent calls share nothing) and `GET /health`.
+ */
+export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstance {
+  const app = createApp({ logger: options.logger, trustProxy: options.auth?.trustProxy });
+  registerHealthRoutes(app, { livePath: HEALTH_PATH });
+  if (options.auth) {
+    app.addHook('onRequest', options.auth.guard);
+    app.register(options.auth.routes);
+  }
+  app.register(async (scope) => {
+    // The body is read as text here so that malformed JSON gets a JSON-RPC parse error
+    // instead of the framework's generic 400.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
+      done(null, body),
+    );
+    if (options.mcpGuard) scope.addHook('preHandler', options.mcpGuard);
+    scope.post(MCP_PATH, (request, reply) => handleMcpPost(options, request, reply));
+    scope.route({
+      method: [...NOT_ALLOWED_METHODS],
+      url: MCP_PATH,
+      handler: async (_request, reply) =>
+        reply
+          .code(405)
+          .header('allow', 'POST')
+          .send(
+            jsonRpcError(null, -32000, 'Method not allowed: this server is stateless, use POST.'),
+          ),
+    });
+  });
+  return app;
+}
+
+async function handleMcpPost(
+  options: ArazzoMcpAppOptions,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  let parsedBody: unknown;
+  const contentType = String(request.headers['content-type'] ?? '').toLowerCase();
+  if (contentType.includes('application/json') && typeof request.body === 'string') {
+    try {
+      parsedBody = JSON.parse(request.body);
+    } catch {
+      await reply
+        .code(400)
+        .send(jsonRpcError(null, JSON_RPC.parseError, 'Parse error: invalid JSON'));
+      return;
+    }
+  }
+  // Any other content type is left to the transport, which answers 415 before reading a body.
+  const server = createMcpServer(options.catalog, options.serverInfo);
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
+  reply.raw.on('close', () => {
+    server.close().catch((error: unknown) => request.log.warn({ err: error }, 'MCP close failed'));
+  });
+  reply.hijack();
+  try {
+    await server.connect(transport);
+    await transport.handleRequest(request.raw, reply.raw, parsedBody);
+  } catch (error) {
+    request.log.error({ err: error }, 'MCP request failed');
+    if (!reply.raw.headersSent) {
+      reply.raw.writeHead(500, { 'content-type': 'application/json' });
+      reply.raw.end(
+        JSON.stringify(jsonRpcError(null, JSON_RPC.internalError, 'Internal server error')),
+      );
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolCatalog } from './catalog.js';
+
+export interface ServerInfo {
+  name: string;
+  version: string;
+}
+
+const packageVersion = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
+
+export const DEFAULT_SERVER_INFO: ServerInfo = { name: 'arazzo-mcp', version: packageVersion };
+
+/**
+ * An MCP server exposing the catalog's tools. The low-level Server is used so that the JSON
+ * Schemas clients see are exactly ours. Cheap to create: the stateless HTTP transport makes
+ * one per request.
+ */
+export function createMcpServer(
+  catalog: ToolCatalog,
+  info: ServerInfo = DEFAULT_SERVER_INFO,
+): Server {
+  const server = new Server(info, { capabilities: { tools: { listChanged: false } } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: catalog.list() }));
+  server.setRequestHandler(CallToolRequestSchema, (request) =>
+    catalog.call(request.params.name, request.params.arguments),
+  );
+  return server;
+}
