@@ -1,0 +1,178 @@
+import {
+  constantTimeEqual,
+  hashSecret,
+  randomToken,
+  sha256Base64Url,
+  verifySecret,
+} from '@mcp-identity/common';
+import type { Db } from './db.js';
+
+export type GrantType = 'client_credentials' | 'authorization_code' | 'refresh_token';
+
+export type Application = {
+  clientId: string;
+  name: string;
+  grantTypes: GrantType[];
+  scopes: string[];
+  redirectUris: string[];
+  /** Public clients (no secret) registered through RFC 7591. */
+  dynamic: boolean;
+  confidential: boolean;
+  createdAt: number;
+};
+
+export type CreateApplicationInput = {
+  name: string;
+  clientId?: string;
+  clientSecret?: string;
+  grantTypes?: GrantType[];
+  scopes?: string[];
+  redirectUris?: string[];
+  /** A public client has no secret and authenticates with PKCE only. */
+  public?: boolean;
+  dynamic?: boolean;
+};
+
+type AppRow = {
+  client_id: string;
+  name: string;
+  secret_hash: string | null;
+  grant_types: string;
+  scopes: string;
+  redirect_uris: string;
+  dynamic: number;
+  created_at: number;
+};
+
+const GRANT_TYPES: readonly GrantType[] = [
+  'client_credentials',
+  'authorization_code',
+  'refresh_token',
+];
+
+export class AppError extends Error {}
+
+function toApplication(row: AppRow): Application {
+  return {
+    clientId: row.client_id,
+    name: row.name,
+    grantTypes: JSON.parse(row.grant_types) as GrantType[],
+    scopes: JSON.parse(row.scopes) as string[],
+    redirectUris: JSON.parse(row.redirect_uris) as string[],
+    dynamic: row.dynamic === 1,
+    confidential: row.secret_hash !== null,
+    createdAt: row.created_at,
+  };
+}
+
+/** OAuth client applications; secrets are stored as scrypt hashes and shown once. */
+export class AppStore {
+  /**
+   * Secrets already verified with scrypt, as SHA-256 digests keyed by client id and the stored
+   * hash: tools request a token per call, and a rotation (even by another process) changes the
+   * stored hash, which invalidates the entry.
+   */
+  private readonly verified = new Map<string, { storedHash: string; digest: string }>();
+
+  constructor(private readonly db: Db) {}
+
+  async create(
+    input: CreateApplicationInput,
+  ): Promise<{ app: Application; clientSecret?: string }> {
+    const grantTypes = input.grantTypes ?? ['client_credentials'];
+    for (const grant of grantTypes) {
+      if (!GRANT_TYPES.includes(grant)) throw new AppError(`Unsupported grant type: ${grant}`);
+    }
+    if (!input.name.trim()) throw new AppError('Application name is required');
+    const clientId = input.clientId ?? randomToken(18);
+    if (this.get(clientId)) throw new AppError(`Application with client id ${clientId} exists`);
+    const clientSecret = input.public ? undefined : (input.clientSecret ?? randomToken(32));
+    const secretHash = clientSecret === undefined ? null : await hashSecret(clientSecret);
+    this.db
+      .prepare(
+        `INSERT INTO apps (client_id, name, secret_hash, grant_types, scopes, redirect_uris, dynamic, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        clientId,
+        input.name,
+        secretHash,
+        JSON.stringify(grantTypes),
+        JSON.stringify(input.scopes ?? []),
+        JSON.stringify(input.redirectUris ?? []),
+        input.dynamic ? 1 : 0,
+        Math.floor(Date.now() / 1000),
+      );
+    const app = this.get(clientId)!;
+    return clientSecret === undefined ? { app } : { app, clientSecret };
+  }
+
+  get(clientId: string): Application | undefined {
+    const row = this.db.prepare('SELECT * FROM apps WHERE client_id = ?').get(clientId) as
+      | AppRow
+      | undefined;
+    return row ? toApplication(row) : undefined;
+  }
+
+  list(): Application[] {
+    const rows = this.db.prepare('SELECT * FROM apps ORDER BY created_at, name').all() as AppRow[];
+    return rows.map(toApplication);
+  }
+
+  delete(clientId: string): boolean {
+    return this.db.prepare('DELETE FROM apps WHERE client_id = ?').run(clientId).changes > 0;
+  }
+
+  /** Updates the scopes, grant types and redirect URIs of an existing application. */
+  update(
+    clientId: string,
+    input: Pick<CreateApplicationInput, 'grantTypes' | 'scopes' | 'redirectUris' | 'name'>,
+  ): void {
+    const app = this.get(clientId);
+    if (!app) throw new AppError(`No application with client id ${clientId}`);
+    this.db
+      .prepare(
+        'UPDATE apps SET name = ?, grant_types = ?, scopes = ?, redirect_uris = ? WHERE client_id = ?',
+      )
+      .run(
+        input.name ?? app.name,
+        JSON.stringify(input.grantTypes ?? app.grantTypes),
+        JSON.stringify(input.scopes ?? app.scopes),
+        JSON.stringify(input.redirectUris ?? app.redirectUris),
+        clientId,
+      );
+  }
+
+  /** Replaces the secret of a confidential application; the new secret is returned once. */
+  async rotateSecret(clientId: string, newSecret?: string): Promise<string> {
+    const app = this.get(clientId);
+    if (!app) throw new AppError(`No application with client id ${clientId}`);
+    if (!app.confidential) throw new AppError(`Application ${clientId} is a public client`);
+    const secret = newSecret ?? randomToken(32);
+    this.db
+      .prepare('UPDATE apps SET secret_hash = ? WHERE client_id = ?')
+      .run(await hashSecret(secret), clientId);
+    return secret;
+  }
+
+  /** Sets the stored secret to `secret` unless it already verifies (bootstrap idempotence). */
+  async ensureSecret(clientId: string, secret: string): Promise<void> {
+    if (!(await this.authenticate(clientId, secret))) await this.rotateSecret(clientId, secret);
+  }
+
+  /** The application when `secret` matches its stored hash. */
+  async authenticate(clientId: string, secret: string): Promise<Application | undefined> {
+    const row = this.db.prepare('SELECT * FROM apps WHERE client_id = ?').get(clientId) as
+      | AppRow
+      | undefined;
+    if (!row?.secret_hash) return undefined;
+    const digest = sha256Base64Url(secret);
+    const cached = this.verified.get(clientId);
+    if (cached?.storedHash === row.secret_hash && constantTimeEqual(cached.digest, digest)) {
+      return toApplication(row);
+    }
+    if (!(await verifySecret(secret, row.secret_hash))) return undefined;
+    this.verified.set(clientId, { storedHash: row.secret_hash, digest });
+    return toApplication(row);
+  }
+}

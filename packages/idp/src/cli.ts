@@ -1,0 +1,187 @@
+import { defineConfig, loadConfig, renderConfigHelp } from '@mcp-identity/common';
+import type { GrantType } from './apps.js';
+import { KNOWN_SCOPES } from './scim/scopes.js';
+import { openIdpData, startIdp } from './server.js';
+
+const DATA_DIR = {
+  type: 'string',
+  description: 'Data directory (database, keys, TLS certificate)',
+  env: 'IDP_DATA_DIR',
+  default: '.data/idp',
+} as const;
+
+const SERVE = defineConfig({
+  host: { type: 'string', description: 'Interface to bind', env: 'IDP_HOST', default: '127.0.0.1' },
+  port: {
+    type: 'integer',
+    description: 'Port',
+    env: 'IDP_PORT',
+    default: 9443,
+    schema: { minimum: 0, maximum: 65535 },
+  },
+  dataDir: DATA_DIR,
+  bootstrap: { type: 'string', description: 'Bootstrap YAML file', env: 'IDP_BOOTSTRAP' },
+  issuer: {
+    type: 'string',
+    description: 'Token issuer (default <public-url>/oauth2/token)',
+    env: 'IDP_ISSUER',
+  },
+  publicUrl: {
+    type: 'string',
+    description: 'Base URL clients use (default https://localhost:<port> on loopback)',
+    env: 'IDP_PUBLIC_URL',
+  },
+  http: {
+    type: 'boolean',
+    description: 'Serve plain HTTP (tests only)',
+    env: 'IDP_HTTP',
+    default: false,
+  },
+});
+
+const APPS_CREATE = defineConfig({
+  dataDir: DATA_DIR,
+  name: { type: 'string', description: 'Application name', required: true },
+  clientId: { type: 'string', description: 'Client id (default: generated)' },
+  scopes: {
+    type: 'string[]',
+    description: 'Authorized scopes, comma-separated, or * for all',
+    default: [],
+  },
+  grantTypes: {
+    type: 'string[]',
+    description: 'Grant types, comma-separated',
+    default: ['client_credentials'],
+  },
+  redirectUris: { type: 'string[]', description: 'Redirect URIs, comma-separated', default: [] },
+});
+
+const DATA_ONLY = defineConfig({ dataDir: DATA_DIR });
+
+const USAGE = `Usage: idp <command>
+
+Commands:
+  serve                         Run the identity provider
+  apps create --name <name>     Create a machine-to-machine application (secret shown once)
+  apps list                     List applications
+  apps delete <client-id>       Delete an application
+  apps rotate-secret <client-id>  Issue a new client secret (shown once)
+  keys rotate                   Create a new signing key; old keys stay published until their tokens expire
+
+Run "idp <command> --help" for the options of a command.`;
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+/** Runs the `idp` command line; returns the exit code. */
+export async function runIdpCli(argv: readonly string[]): Promise<number> {
+  const [command, sub] = argv;
+  if (command === 'serve') return serve(argv.slice(1));
+  if (command === 'apps' && sub) return apps(sub, argv.slice(2));
+  if (command === 'keys' && sub === 'rotate') {
+    return withData(argv.slice(2), async (data) => {
+      print({ kid: await data.keys.rotate() });
+      return 0;
+    });
+  }
+  process.stderr.write(`${USAGE}\n`);
+  return command === undefined || command === '--help' ? 0 : 2;
+}
+
+async function serve(args: readonly string[]): Promise<number> {
+  const config = loadConfig(SERVE, { argv: [...args] });
+  if (config.help) {
+    process.stdout.write(`idp serve\n\n${renderConfigHelp(SERVE)}\n`);
+    return 0;
+  }
+  const { values } = config;
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(values.host);
+  const scheme = values.http ? 'http' : 'https';
+  const publicUrl =
+    values.publicUrl ??
+    (loopback && values.port !== 0 ? `${scheme}://localhost:${values.port}` : undefined);
+  const idp = await startIdp({
+    dataDir: values.dataDir,
+    host: values.host,
+    port: values.port,
+    http: values.http,
+    handleSignals: true,
+    ...(values.bootstrap ? { bootstrap: values.bootstrap } : {}),
+    ...(values.issuer ? { issuer: values.issuer } : {}),
+    ...(publicUrl ? { publicUrl } : {}),
+  });
+  print({
+    url: idp.publicUrl,
+    issuer: idp.issuer,
+    tokenEndpoint: idp.tokenEndpoint,
+    jwksUri: idp.jwksUri,
+    createdApplications: idp.bootstrap.createdApplications,
+  });
+  return 0;
+}
+
+async function apps(sub: string, args: readonly string[]): Promise<number> {
+  if (sub === 'create') {
+    const config = loadConfig(APPS_CREATE, { argv: [...args] });
+    if (config.help) {
+      process.stdout.write(`idp apps create\n\n${renderConfigHelp(APPS_CREATE)}\n`);
+      return 0;
+    }
+    const { values } = config;
+    const data = openIdpData(values.dataDir);
+    try {
+      const scopes = values.scopes.includes('*') ? [...KNOWN_SCOPES] : values.scopes;
+      const { app, clientSecret } = await data.apps.create({
+        name: values.name,
+        ...(values.clientId ? { clientId: values.clientId } : {}),
+        scopes,
+        grantTypes: values.grantTypes as GrantType[],
+        redirectUris: values.redirectUris,
+      });
+      print({ ...app, clientSecret });
+      return 0;
+    } finally {
+      data.close();
+    }
+  }
+  if (sub === 'list') {
+    return withData(args, async (data) => {
+      print(data.apps.list());
+      return 0;
+    });
+  }
+  if (sub === 'delete' || sub === 'rotate-secret') {
+    return withData(args, async (data, [clientId]) => {
+      if (!clientId) {
+        process.stderr.write(`Usage: idp apps ${sub} <client-id>\n`);
+        return 2;
+      }
+      if (sub === 'delete') {
+        if (!data.apps.delete(clientId))
+          throw new Error(`No application with client id ${clientId}`);
+        print({ deleted: clientId });
+      } else {
+        print({ clientId, clientSecret: await data.apps.rotateSecret(clientId) });
+      }
+      return 0;
+    });
+  }
+  process.stderr.write(`${USAGE}\n`);
+  return 2;
+}
+
+async function withData(
+  args: readonly string[],
+  fn: (data: ReturnType<typeof openIdpData>, positionals: string[]) => Promise<number>,
+): Promise<number> {
+  const config = loadConfig(DATA_ONLY, { argv: [...args], allowPositionals: true });
+  if (config.help) {
+    process.stdout.write(`${renderConfigHelp(DATA_ONLY)}\n`);
+    return 0;
+  }
+  const data = openIdpData(config.values.dataDir);
+  try {
+    return await fn(data, config.positionals);
+  } finally {
+    data.close();
+  }
+}

@@ -1,0 +1,25 @@
+export {
+  AppError,
+  type Application,
+  AppStore,
+  type CreateApplicationInput,
+  type GrantType,
+} from './apps.js';
+export {
+  applyBootstrap,
+  type BootstrapDocument,
+  BootstrapError,
+  type BootstrapResult,
+  DEFAULT_BOOTSTRAP,
+  readBootstrapFile,
+} from './bootstrap.js';
+export { runIdpCli } from './cli.js';
+export { KeyStore } from './keys.js';
+export { ACCESS_RULES, type AccessRule, findAccessRule, KNOWN_SCOPES } from './scim/scopes.js';
+export {
+  type IdpAdmin,
+  type IdpOptions,
+  openIdpData,
+  type RunningIdp,
+  startIdp,
+} from './server.js';

@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import type { Db } from './db.js';
+
+type KeyMaterial = Awaited<ReturnType<typeof importJWK>>;
+type SigningKey = { kid: string; key: KeyMaterial };
+
+/**
+ * RS256 signing keys kept in the IdP database (inside the data directory), so a rotation done
+ * by the CLI is picked up by a running server. Retired keys stay published in the JWKS for
+ * `retentionSeconds` (the longest token lifetime) so tokens they signed keep validating.
+ */
+export class KeyStore {
+  private readonly imported = new Map<string, KeyMaterial>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly retentionSeconds: number,
+    private readonly now: () => number = () => Math.floor(Date.now() / 1000),
+  ) {}
+
+  /** Creates the first key when none is active. */
+  async ensureActiveKey(): Promise<void> {
+    if (!this.activeRow()) await this.rotate();
+  }
+
+  /** Creates a new active key and retires the previous one; returns the new `kid`. */
+  async rotate(): Promise<string> {
+    const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+    const kid = randomUUID();
+    const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' };
+    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
+    const at = this.now();
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL').run(at);
+      this.db
+        .prepare(
+          'INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at) VALUES (?, ?, ?, ?)',
+        )
+        .run(kid, JSON.stringify(privateJwk), JSON.stringify(publicJwk), at);
+    })();
+    return kid;
+  }
+
+  async signingKey(): Promise<SigningKey> {
+    const row = this.activeRow();
+    if (!row) throw new Error('no active signing key');
+    return { kid: row.kid, key: await this.importKey(row.kid, row.private_jwk) };
+  }
+
+  /** Public key for `kid` if it is still published. */
+  async verificationKey(kid: string): Promise<KeyMaterial | undefined> {
+    const jwk = this.publishedKeys().find((k) => k.kid === kid);
+    return jwk ? this.importKey(`public:${kid}`, JSON.stringify(jwk)) : undefined;
+  }
+
+  /** Current and not-yet-expired retired public keys. */
+  publishedKeys(): JWK[] {
+    const rows = this.db
+      .prepare(
+        'SELECT public_jwk FROM signing_keys WHERE retired_at IS NULL OR retired_at > ? ORDER BY retired_at IS NULL DESC, rowid DESC',
+      )
+      .all(this.now() - this.retentionSeconds) as { public_jwk: string }[];
+    return rows.map((r) => JSON.parse(r.public_jwk) as JWK);
+  }
+
+  private activeRow(): { kid: string; private_jwk: string } | undefined {
+    return this.db
+      .prepare('SELECT kid, private_jwk FROM signing_keys WHERE retired_at IS NULL')
+      .get() as { kid: string; private_jwk: string } | undefined;
+  }
+
+  private async importKey(cacheKey: string, jwk: string): Promise<KeyMaterial> {
+    let key = this.imported.get(cacheKey);
+    if (!key) {
+      key = await importJWK(JSON.parse(jwk) as JWK, 'RS256');
+      this.imported.set(cacheKey, key);
+    }
+    return key;
+  }
+}

@@ -1,0 +1,535 @@
+import { createHash } from 'node:crypto';
+import {
+  constantTimeEqual,
+  oauthError,
+  randomToken,
+  setHtmlSecurityHeaders,
+} from '@mcp-identity/common';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Application, AppStore } from '../apps.js';
+import type { KeyStore } from '../keys.js';
+import type { RoleStore } from '../scim/roles.js';
+import type { UserStore } from '../scim/users.js';
+import type { TokenService } from '../tokens.js';
+import type { GrantStore } from './grants.js';
+import { errorPage, loginPage } from './login-page.js';
+
+export type OAuthRouteOptions = {
+  apps: AppStore;
+  tokens: TokenService;
+  grants: GrantStore;
+  keys: KeyStore;
+  users: UserStore;
+  roles: RoleStore;
+  /** Public base URL, e.g. https://localhost:9443. */
+  baseUrl: () => string;
+  knownScopes: readonly string[];
+  secureCookies: boolean;
+};
+
+class OAuthFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly description: string,
+    readonly basicChallenge = false,
+  ) {
+    super(description);
+  }
+}
+
+const CSRF_COOKIE = 'idp_csrf';
+const AUTHORIZE_PARAMS = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'code_challenge',
+  'code_challenge_method',
+  'state',
+  'scope',
+] as const;
+
+/** The OAuth 2.0 endpoints under /oauth2 plus RFC 8414 metadata. */
+export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptions): Promise<void> {
+  const { apps, tokens, grants, keys, users, roles, baseUrl } = options;
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof OAuthFailure) {
+      if (error.basicChallenge) reply.header('www-authenticate', 'Basic realm="oauth2"');
+      return oauthError(reply, error.status, error.error, error.description);
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return oauthError(reply, 413, 'invalid_request', 'Request body too large');
+    }
+    request.log.error({ err: error }, 'OAuth request failed');
+    return oauthError(reply, 500, 'server_error', 'Internal server error');
+  });
+
+  const metadata = () => {
+    const base = baseUrl();
+    return {
+      issuer: tokens.issuer,
+      authorization_endpoint: `${base}/oauth2/authorize`,
+      token_endpoint: `${base}/oauth2/token`,
+      jwks_uri: `${base}/oauth2/jwks`,
+      registration_endpoint: `${base}/oauth2/register`,
+      revocation_endpoint: `${base}/oauth2/revoke`,
+      introspection_endpoint: `${base}/oauth2/introspect`,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      revocation_endpoint_auth_methods_supported: [
+        'client_secret_basic',
+        'client_secret_post',
+        'none',
+      ],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      code_challenge_methods_supported: ['S256'],
+      scopes_supported: options.knownScopes,
+    };
+  };
+  app.get('/.well-known/oauth-authorization-server/oauth2/token', async () => metadata());
+  app.get('/.well-known/oauth-authorization-server', async () => metadata());
+  app.get('/oauth2/jwks', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=60').send({ keys: keys.publishedKeys() }),
+  );
+
+  app.post('/oauth2/token', async (request, reply) => {
+    const form = readForm(request);
+    const grantType = form.get('grant_type');
+    const client = await authenticateClient(request, form, apps);
+    let response: Record<string, unknown>;
+    switch (grantType) {
+      case 'client_credentials':
+        response = await clientCredentials(client, form);
+        break;
+      case 'authorization_code':
+        response = await authorizationCode(client, form);
+        break;
+      case 'refresh_token':
+        response = await refresh(client, form);
+        break;
+      case null:
+        throw new OAuthFailure(400, 'invalid_request', 'Missing grant_type parameter');
+      default:
+        throw new OAuthFailure(400, 'unsupported_grant_type', 'Unsupported grant type');
+    }
+    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(response);
+  });
+
+  const requireGrant = (
+    client: Application,
+    grant: 'client_credentials' | 'authorization_code' | 'refresh_token',
+  ) => {
+    if (!client.grantTypes.includes(grant)) {
+      throw new OAuthFailure(
+        400,
+        'unauthorized_client',
+        `The client is not allowed the ${grant} grant`,
+      );
+    }
+  };
+
+  const clientCredentials = async (client: Application, form: URLSearchParams) => {
+    requireGrant(client, 'client_credentials');
+    if (!client.confidential) {
+      throw new OAuthFailure(
+        400,
+        'unauthorized_client',
+        'Public clients cannot use client_credentials',
+      );
+    }
+    const scopes = intersect(splitScope(form.get('scope')), client.scopes);
+    const { token, expiresIn } = await tokens.issue({
+      clientId: client.clientId,
+      subject: client.clientId,
+      scopes,
+    });
+    return {
+      access_token: token,
+      token_type: 'Bearer',
+      expires_in: expiresIn,
+      scope: scopes.join(' '),
+    };
+  };
+
+  const userTokens = async (client: Application, userId: string, scope: string) => {
+    const scopes = splitScope(scope);
+    const { token, expiresIn } = await tokens.issue({
+      clientId: client.clientId,
+      subject: userId,
+      scopes,
+    });
+    const refreshToken = client.grantTypes.includes('refresh_token')
+      ? grants.issueRefreshToken({ clientId: client.clientId, userId, scope }).token
+      : undefined;
+    return {
+      access_token: token,
+      token_type: 'Bearer',
+      expires_in: expiresIn,
+      scope,
+      ...(refreshToken ? { refresh_token: refreshToken } : {}),
+    };
+  };
+
+  const authorizationCode = async (client: Application, form: URLSearchParams) => {
+    requireGrant(client, 'authorization_code');
+    const code = grants.consumeCode(form.get('code') ?? '');
+    if (!code)
+      throw new OAuthFailure(400, 'invalid_grant', 'The authorization code is invalid or expired');
+    if (code.clientId !== client.clientId || code.redirectUri !== form.get('redirect_uri')) {
+      throw new OAuthFailure(
+        400,
+        'invalid_grant',
+        'The authorization code does not match the request',
+      );
+    }
+    const verifier = form.get('code_verifier') ?? '';
+    const challenge = createHash('sha256').update(verifier, 'ascii').digest('base64url');
+    if (!verifier || !constantTimeEqual(challenge, code.codeChallenge)) {
+      throw new OAuthFailure(400, 'invalid_grant', 'PKCE verification failed');
+    }
+    return userTokens(client, code.userId, code.scope);
+  };
+
+  const refresh = async (client: Application, form: URLSearchParams) => {
+    requireGrant(client, 'refresh_token');
+    const grant = grants.consumeRefreshToken(form.get('refresh_token') ?? '');
+    if (!grant || grant.clientId !== client.clientId) {
+      throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
+    }
+    const requested = form.get('scope');
+    const granted = splitScope(grant.scope);
+    const scopes = requested === null ? granted : splitScope(requested);
+    if (!scopes.every((s) => granted.includes(s))) {
+      throw new OAuthFailure(400, 'invalid_scope', 'The requested scope exceeds the granted scope');
+    }
+    return userTokens(client, grant.userId, scopes.join(' '));
+  };
+
+  app.post('/oauth2/revoke', async (request, reply) => {
+    const form = readForm(request);
+    const client = await authenticateClient(request, form, apps);
+    const token = form.get('token');
+    if (!token) throw new OAuthFailure(400, 'invalid_request', 'Missing token parameter');
+    const claims = await tokens.verify(token);
+    if (claims && claims.client_id === client.clientId) tokens.revoke(claims);
+    else grants.revokeRefreshToken(token, client.clientId);
+    return reply.header('cache-control', 'no-store').send();
+  });
+
+  app.post('/oauth2/introspect', async (request, reply) => {
+    const form = readForm(request);
+    const client = await authenticateClient(request, form, apps);
+    if (!client.confidential) {
+      throw new OAuthFailure(401, 'invalid_client', 'Introspection requires client authentication');
+    }
+    const token = form.get('token');
+    if (!token) throw new OAuthFailure(400, 'invalid_request', 'Missing token parameter');
+    reply.header('cache-control', 'no-store');
+    const claims = await tokens.verify(token);
+    if (claims) return { active: true, token_type: 'Bearer', ...claims };
+    const refreshGrant = grants.findRefreshToken(token);
+    if (refreshGrant) {
+      return {
+        active: true,
+        token_type: 'refresh_token',
+        client_id: refreshGrant.clientId,
+        sub: refreshGrant.userId,
+        scope: refreshGrant.scope,
+        exp: refreshGrant.expiresAt,
+      };
+    }
+    return { active: false };
+  });
+
+  app.post('/oauth2/register', async (request, reply) => {
+    const body = readRegistration(request);
+    const redirectUris = body.redirect_uris;
+    if (!Array.isArray(redirectUris) || redirectUris.length === 0) {
+      return oauthError(reply, 400, 'invalid_redirect_uri', 'redirect_uris is required');
+    }
+    if (!redirectUris.every((u) => typeof u === 'string' && isAllowedRedirect(u))) {
+      return oauthError(
+        reply,
+        400,
+        'invalid_redirect_uri',
+        'Redirect URIs must be https or loopback http',
+      );
+    }
+    const method = body.token_endpoint_auth_method ?? 'none';
+    if (method !== 'none') {
+      return oauthError(
+        reply,
+        400,
+        'invalid_client_metadata',
+        'Only public clients (token_endpoint_auth_method none) may register',
+      );
+    }
+    const requested = typeof body.scope === 'string' ? splitScope(body.scope) : options.knownScopes;
+    const scopes = intersect(requested, options.knownScopes);
+    const name =
+      typeof body.client_name === 'string' && body.client_name.trim()
+        ? body.client_name
+        : 'Dynamic client';
+    const { app: registered } = await apps.create({
+      name,
+      public: true,
+      dynamic: true,
+      grantTypes: ['authorization_code', 'refresh_token'],
+      scopes,
+      redirectUris: redirectUris as string[],
+    });
+    return reply
+      .code(201)
+      .header('cache-control', 'no-store')
+      .send({
+        client_id: registered.clientId,
+        client_id_issued_at: registered.createdAt,
+        client_name: registered.name,
+        token_endpoint_auth_method: 'none',
+        grant_types: registered.grantTypes,
+        response_types: ['code'],
+        redirect_uris: registered.redirectUris,
+        scope: registered.scopes.join(' '),
+      });
+  });
+
+  /** Validates an authorize request; failures are shown, never redirected (open redirects). */
+  const validateAuthorize = (params: Record<string, string>): Application => {
+    const client = apps.get(params.client_id ?? '');
+    if (!client?.grantTypes.includes('authorization_code')) {
+      throw new AuthorizeError(
+        'Unknown client or the client may not use the authorization code flow.',
+      );
+    }
+    if (!redirectAllowed(client, params.redirect_uri ?? '')) {
+      throw new AuthorizeError('The redirect_uri is not registered for this client.');
+    }
+    if (params.response_type !== 'code') throw new AuthorizeError('response_type must be code.');
+    if (!params.code_challenge) throw new AuthorizeError('code_challenge is required (PKCE).');
+    if (params.code_challenge_method !== 'S256') {
+      throw new AuthorizeError('code_challenge_method must be S256.');
+    }
+    return client;
+  };
+
+  const showLogin = (
+    reply: FastifyReply,
+    client: Application,
+    params: Record<string, string>,
+    status = 200,
+    error?: string,
+    userName?: string,
+  ) => {
+    const csrf = randomToken(24);
+    const secure = options.secureCookies ? '; Secure' : '';
+    reply.header(
+      'set-cookie',
+      `${CSRF_COOKIE}=${csrf}; Path=/oauth2/authorize; HttpOnly; SameSite=Strict${secure}`,
+    );
+    return setHtmlSecurityHeaders(reply.code(status)).send(
+      loginPage({
+        action: '/oauth2/authorize',
+        params,
+        csrf,
+        clientName: client.name,
+        ...(error ? { error } : {}),
+        ...(userName ? { userName } : {}),
+      }),
+    );
+  };
+
+  app.get('/oauth2/authorize', async (request, reply) => {
+    const params = pickAuthorizeParams(request.query as Record<string, unknown>);
+    try {
+      return showLogin(reply, validateAuthorize(params), params);
+    } catch (error) {
+      if (error instanceof AuthorizeError) {
+        return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
+      }
+      throw error;
+    }
+  });
+
+  app.post('/oauth2/authorize', async (request, reply) => {
+    const form = readForm(request);
+    const params = pickAuthorizeParams(Object.fromEntries(form));
+    let client: Application;
+    try {
+      client = validateAuthorize(params);
+    } catch (error) {
+      if (error instanceof AuthorizeError) {
+        return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
+      }
+      throw error;
+    }
+    const cookie = readCookie(request, CSRF_COOKIE);
+    const csrf = form.get('csrf_token') ?? '';
+    if (!cookie || !csrf || !constantTimeEqual(cookie, csrf)) {
+      return showLogin(reply, client, params, 400, 'Your session expired. Please sign in again.');
+    }
+    const userName = form.get('username') ?? '';
+    const userId = await users.verifyPassword(userName, form.get('password') ?? '');
+    if (!userId) {
+      return showLogin(
+        reply,
+        client,
+        params,
+        401,
+        'Login failed. Check your username and password.',
+        userName,
+      );
+    }
+    const allowed = new Set([...roles.permissionsOfUser(userId), 'internal_login']);
+    const scope = intersect(splitScope(params.scope ?? ''), client.scopes)
+      .filter((s) => allowed.has(s))
+      .join(' ');
+    const code = grants.issueCode({
+      clientId: client.clientId,
+      userId,
+      redirectUri: params.redirect_uri!,
+      codeChallenge: params.code_challenge!,
+      scope,
+    });
+    const target = new URL(params.redirect_uri!);
+    target.searchParams.set('code', code);
+    if (params.state !== undefined) target.searchParams.set('state', params.state);
+    target.searchParams.set('iss', tokens.issuer);
+    return reply.header('cache-control', 'no-store').redirect(target.toString(), 302);
+  });
+}
+
+class AuthorizeError extends Error {}
+
+function pickAuthorizeParams(source: Record<string, unknown>): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const name of AUTHORIZE_PARAMS) {
+    const value = source[name];
+    if (typeof value === 'string') params[name] = value;
+  }
+  return params;
+}
+
+function readForm(request: FastifyRequest): URLSearchParams {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    throw new OAuthFailure(
+      400,
+      'invalid_request',
+      'The request must be application/x-www-form-urlencoded',
+    );
+  }
+  return new URLSearchParams(typeof request.body === 'string' ? request.body : '');
+}
+
+function readRegistration(request: FastifyRequest): Record<string, unknown> {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new OAuthFailure(400, 'invalid_client_metadata', 'The request must be application/json');
+  }
+  try {
+    const body = JSON.parse(typeof request.body === 'string' ? request.body : '') as unknown;
+    if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+      return body as Record<string, unknown>;
+    }
+  } catch {
+    // answered below
+  }
+  throw new OAuthFailure(400, 'invalid_client_metadata', 'The request body must be a JSON object');
+}
+
+/** HTTP Basic (RFC 6749 §2.3.1, form-encoded parts) or client_secret_post, or a public client id. */
+async function authenticateClient(
+  request: FastifyRequest,
+  form: URLSearchParams,
+  apps: AppStore,
+): Promise<Application> {
+  const header = request.headers.authorization;
+  const basic = header ? /^Basic\s+(\S+)$/i.exec(header)?.[1] : undefined;
+  if (header && !basic) {
+    throw new OAuthFailure(401, 'invalid_client', 'Unsupported client authentication', true);
+  }
+  if (basic && form.has('client_secret')) {
+    throw new OAuthFailure(400, 'invalid_request', 'Use only one client authentication method');
+  }
+  let clientId: string | null;
+  let secret: string | null;
+  if (basic) {
+    const decoded = Buffer.from(basic, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0)
+      throw new OAuthFailure(401, 'invalid_client', 'Client authentication failed', true);
+    try {
+      clientId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
+      secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
+    } catch {
+      throw new OAuthFailure(401, 'invalid_client', 'Client authentication failed', true);
+    }
+  } else {
+    clientId = form.get('client_id');
+    secret = form.get('client_secret');
+  }
+  if (!clientId)
+    throw new OAuthFailure(401, 'invalid_client', 'Client authentication failed', !!basic);
+  const app = apps.get(clientId);
+  if (app && !app.confidential && secret === null) return app;
+  const authenticated = secret === null ? undefined : await apps.authenticate(clientId, secret);
+  if (!authenticated) {
+    throw new OAuthFailure(401, 'invalid_client', 'Client authentication failed', !!basic);
+  }
+  return authenticated;
+}
+
+function splitScope(scope: string | null | undefined): string[] {
+  return [...new Set((scope ?? '').split(' ').filter(Boolean))];
+}
+
+function intersect(requested: readonly string[], allowed: readonly string[]): string[] {
+  const set = new Set(allowed);
+  return requested.filter((s) => set.has(s));
+}
+
+function isLoopback(url: URL): boolean {
+  return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+}
+
+function isAllowedRedirect(value: string): boolean {
+  try {
+    const url = new URL(value);
+    if (url.hash) return false;
+    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url));
+  } catch {
+    return false;
+  }
+}
+
+/** Exact match, except that loopback redirect URIs may use any port (RFC 8252 §7.3). */
+function redirectAllowed(client: Application, value: string): boolean {
+  if (client.redirectUris.includes(value)) return true;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== 'http:' || !isLoopback(url)) return false;
+  return client.redirectUris.some((registered) => {
+    try {
+      const r = new URL(registered);
+      r.port = url.port;
+      return r.protocol === 'http:' && isLoopback(r) && r.toString() === url.toString();
+    } catch {
+      return false;
+    }
+  });
+}
+
+function readCookie(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie ?? '';
+  for (const part of header.split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return undefined;
+}

@@ -1,0 +1,45 @@
+export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
+export const SCIM_CONTENT_TYPE = 'application/scim+json';
+/** The auth layer (WSO2's valve) answers with plain JSON and a numeric `status`. */
+export const VALVE_CONTENT_TYPE = 'application/json;charset=UTF-8';
+
+export const FORBIDDEN_DETAIL =
+  'Operation is not permitted. You do not have permissions to make this request.';
+export const UNAUTHORIZED_DETAIL =
+  'Authorization failure. Authorization information was invalid or missing from your request.';
+
+/** An error raised inside SCIM processing; encoded as charon does (string `status`). */
+export class ScimError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly scimType?: string,
+  ) {
+    super(detail);
+  }
+
+  toBody(): Record<string, unknown> {
+    return {
+      schemas: [ERROR_SCHEMA],
+      ...(this.scimType ? { scimType: this.scimType } : {}),
+      detail: this.detail,
+      status: String(this.status),
+    };
+  }
+}
+
+/** A body produced by the auth valve (numeric `status`, no `scimType`). */
+export function valveErrorBody(status: 401 | 403): Record<string, unknown> {
+  return {
+    schemas: [ERROR_SCHEMA],
+    detail: status === 401 ? UNAUTHORIZED_DETAIL : FORBIDDEN_DETAIL,
+    status,
+  };
+}
+
+export const badRequest = (detail: string, scimType = 'invalidValue') =>
+  new ScimError(400, detail, scimType);
+export const invalidSyntax = (detail: string) => new ScimError(400, detail, 'invalidSyntax');
+export const notFound = (detail: string) => new ScimError(404, detail);
+export const conflict = (detail: string) => new ScimError(409, detail);
+export const forbidden = () => new ScimError(403, FORBIDDEN_DETAIL);

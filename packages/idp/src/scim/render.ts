@@ -1,0 +1,125 @@
+import type { GroupRecord } from './groups.js';
+import type { RoleRecord } from './roles.js';
+import { AGENT_SCHEMA, CORE_USER, CUSTOM_USER, ENTERPRISE_USER, WSO2_USER } from './user-schema.js';
+import type { UserKind } from './users.js';
+
+type Json = Record<string, unknown>;
+
+export const LIST_RESPONSE = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
+export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+export const ROLE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:2.0:Role';
+const USER_SCHEMAS = [CORE_USER, ENTERPRISE_USER, WSO2_USER, CUSTOM_USER];
+
+/** Builds absolute resource locations from the IdP's public base URL. */
+export class Locations {
+  constructor(private readonly base: () => string) {}
+
+  user(kind: UserKind, id: string): string {
+    return `${this.base()}/scim2/${kind === 'agent' ? 'Agents' : 'Users'}/${id}`;
+  }
+
+  group(id: string): string {
+    return `${this.base()}/scim2/Groups/${id}`;
+  }
+
+  role(id: string): string {
+    return `${this.base()}/scim2/v2/Roles/${id}`;
+  }
+
+  path(path: string): string {
+    return `${this.base()}${path}`;
+  }
+}
+
+export type UserRelations = {
+  groups: { value: string; display: string }[];
+  roles: { value: string; display: string }[];
+};
+
+export function renderUser(
+  kind: UserKind,
+  record: Json,
+  relations: UserRelations,
+  locations: Locations,
+): Json {
+  const { id, meta, userName, ...rest } = record as Json & {
+    id: string;
+    meta: { created: string; lastModified: string };
+  };
+  return {
+    schemas: kind === 'agent' ? [...USER_SCHEMAS, AGENT_SCHEMA] : USER_SCHEMAS,
+    id,
+    userName,
+    ...rest,
+    ...(relations.groups.length
+      ? {
+          groups: relations.groups.map((g) => ({ ...g, $ref: locations.group(g.value) })),
+        }
+      : {}),
+    ...(relations.roles.length
+      ? { roles: relations.roles.map((r) => ({ ...r, $ref: locations.role(r.value) })) }
+      : {}),
+    meta: {
+      created: meta.created,
+      lastModified: meta.lastModified,
+      resourceType: kind === 'agent' ? 'Agent' : 'User',
+      location: locations.user(kind, id),
+    },
+  };
+}
+
+export function renderGroup(group: GroupRecord, locations: Locations): Json {
+  return {
+    displayName: group.displayName,
+    meta: {
+      created: group.created,
+      lastModified: group.lastModified,
+      location: locations.group(group.id),
+      resourceType: 'Group',
+    },
+    ...(group.members.length
+      ? {
+          members: group.members.map((m) => ({
+            value: m.value,
+            display: m.display,
+            $ref: locations.user(m.kind === 'agent' ? 'agent' : 'user', m.value),
+          })),
+        }
+      : {}),
+    schemas: [GROUP_SCHEMA],
+    id: group.id,
+  };
+}
+
+export function renderRole(role: RoleRecord, locations: Locations, full = true): Json {
+  return {
+    displayName: role.displayName,
+    meta: {
+      created: role.created,
+      lastModified: role.lastModified,
+      location: locations.role(role.id),
+      resourceType: 'Role',
+    },
+    schemas: [ROLE_SCHEMA],
+    id: role.id,
+    audience: role.audience,
+    ...(full
+      ? {
+          users: role.users.map((u) => ({ ...u, $ref: locations.user('user', u.value) })),
+          groups: role.groups.map((g) => ({ ...g, $ref: locations.group(g.value) })),
+          permissions: role.permissions.map((p) => ({ value: p, display: p })),
+        }
+      : {}),
+  };
+}
+
+/** WSO2 omits `Resources` entirely when nothing matched. */
+export function listResponse(total: number, startIndex: number, resources: Json[]): Json {
+  return {
+    totalResults: total,
+    startIndex,
+    itemsPerPage: resources.length,
+    schemas: [LIST_RESPONSE],
+    ...(resources.length ? { Resources: resources } : {}),
+  };
+}

@@ -1,0 +1,231 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AccessTokenClaims, TokenService } from '../tokens.js';
+import { processBulk } from './bulk.js';
+import { resourceTypes, schemas, serviceProviderConfig } from './discovery.js';
+import {
+  invalidSyntax,
+  notFound,
+  SCIM_CONTENT_TYPE,
+  ScimError,
+  VALVE_CONTENT_TYPE,
+  valveErrorBody,
+} from './errors.js';
+import type { Locations } from './render.js';
+import { decideAccess, findAccessRule } from './scopes.js';
+import { type Access, type ListQuery, type ScimResponse, ScimService } from './service.js';
+import { CORE_USER_ATTRIBUTES } from './user-schema.js';
+import type { UserKind } from './users.js';
+
+export type ScimRouteOptions = {
+  service: ScimService;
+  tokens: TokenService;
+  locations: Locations;
+};
+
+type RequestAccess = Access & { claims?: AccessTokenClaims };
+
+// WSO2 (AbstractResource.isValidInputFormat) accepts these, with or without parameters.
+const ACCEPTED_INPUT = new Set([
+  'application/json',
+  'application/scim+json',
+  'application/*',
+  '*/*',
+]);
+
+/** Registers /scim2 (as a prefix plugin): the access valve, the resources and discovery. */
+export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
+  const { service, tokens, locations } = options;
+  const access = new WeakMap<FastifyRequest, RequestAccess>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const rule = findAccessRule(request.method, path);
+    if (!rule.secured) return;
+    const header = request.headers.authorization ?? '';
+    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    const claims = token ? await tokens.verify(token) : undefined;
+    if (!claims) {
+      return reply
+        .code(401)
+        .header('content-type', VALVE_CONTENT_TYPE)
+        .header('www-authenticate', `Bearer realm="${request.hostname}"`)
+        .send(JSON.stringify(valveErrorBody(401)));
+    }
+    const decision = decideAccess(rule, new Set(claims.scope.split(' ').filter(Boolean)));
+    if (!decision.allowed) {
+      return reply
+        .code(403)
+        .header('content-type', VALVE_CONTENT_TYPE)
+        .send(JSON.stringify(valveErrorBody(403)));
+    }
+    access.set(request, { granted: decision.granted, scopes: decision.scopes, claims });
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const scimError = toScimError(error);
+    if (scimError.status >= 500 && !(error instanceof ScimError)) {
+      request.log.error({ err: error }, 'SCIM request failed');
+    }
+    return sendScim(reply, { status: scimError.status, body: scimError.toBody() });
+  });
+  app.setNotFoundHandler((_request, reply) =>
+    sendScim(reply, {
+      status: 404,
+      body: notFound('Specified resource (e.g., User) or endpoint does not exist.').toBody(),
+    }),
+  );
+
+  const accessOf = (request: FastifyRequest): RequestAccess =>
+    access.get(request) ?? { granted: false, scopes: new Set() };
+  const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
+  const listQuery = (request: FastifyRequest): ListQuery => {
+    const q = request.query as Record<string, unknown>;
+    return {
+      filter: q.filter,
+      startIndex: q.startIndex,
+      count: q.count,
+      sortBy: q.sortBy,
+      sortOrder: q.sortOder ?? q.sortOrder,
+    };
+  };
+
+  const userRoutes = (prefix: string, kind: UserKind) => {
+    app.get(prefix, async (request, reply) =>
+      sendScim(reply, service.listUsers(kind, listQuery(request))),
+    );
+    app.post(`${prefix}/.search`, async (request, reply) =>
+      sendScim(reply, service.listUsers(kind, ScimService.readSearchRequest(readJson(request)))),
+    );
+    app.post(prefix, async (request, reply) =>
+      sendScim(reply, await service.createUser(kind, readJson(request))),
+    );
+    app.get(`${prefix}/:id`, async (request, reply) =>
+      sendScim(reply, service.getUser(kind, idOf(request))),
+    );
+    app.put(`${prefix}/:id`, async (request, reply) =>
+      sendScim(reply, await service.replaceUser(kind, idOf(request), readJson(request))),
+    );
+    app.patch(`${prefix}/:id`, async (request, reply) =>
+      sendScim(reply, await service.patchUser(kind, idOf(request), readJson(request))),
+    );
+    app.delete(`${prefix}/:id`, async (request, reply) =>
+      sendScim(reply, service.deleteUser(kind, idOf(request))),
+    );
+  };
+  userRoutes('/Users', 'user');
+  userRoutes('/Agents', 'agent');
+
+  app.get('/Groups', async (request, reply) =>
+    sendScim(reply, service.listGroups(listQuery(request))),
+  );
+  app.post('/Groups/.search', async (request, reply) =>
+    sendScim(reply, service.listGroups(ScimService.readSearchRequest(readJson(request)))),
+  );
+  app.post('/Groups', async (request, reply) =>
+    sendScim(reply, service.createGroup(readJson(request))),
+  );
+  app.get('/Groups/:id', async (request, reply) =>
+    sendScim(reply, service.getGroup(idOf(request))),
+  );
+  app.put('/Groups/:id', async (request, reply) =>
+    sendScim(reply, service.replaceGroup(idOf(request), readJson(request))),
+  );
+  app.patch('/Groups/:id', async (request, reply) =>
+    sendScim(reply, service.patchGroup(idOf(request), readJson(request))),
+  );
+  app.delete('/Groups/:id', async (request, reply) =>
+    sendScim(reply, service.deleteGroup(idOf(request))),
+  );
+
+  app.get('/v2/Roles', async (request, reply) =>
+    sendScim(reply, service.listRoles(listQuery(request))),
+  );
+  app.post('/v2/Roles/.search', async (request, reply) =>
+    sendScim(reply, service.listRoles(ScimService.readSearchRequest(readJson(request)))),
+  );
+  app.post('/v2/Roles', async (request, reply) =>
+    sendScim(reply, service.createRole(readJson(request), accessOf(request))),
+  );
+  app.get('/v2/Roles/:id', async (request, reply) =>
+    sendScim(reply, service.getRole(idOf(request))),
+  );
+  app.put('/v2/Roles/:id', async (request, reply) =>
+    sendScim(reply, service.replaceRole(idOf(request), readJson(request), accessOf(request))),
+  );
+  app.patch('/v2/Roles/:id', async (request, reply) =>
+    sendScim(reply, service.patchRole(idOf(request), readJson(request), accessOf(request))),
+  );
+  app.delete('/v2/Roles/:id', async (request, reply) =>
+    sendScim(reply, service.deleteRole(idOf(request))),
+  );
+
+  app.post('/Bulk', async (request, reply) =>
+    sendScim(reply, {
+      status: 200,
+      body: await processBulk(service, readJson(request), accessOf(request)),
+    }),
+  );
+
+  // /Me acts on the user the token was issued to (authorization code tokens only).
+  const meId = (request: FastifyRequest): string => {
+    const subject = accessOf(request).claims?.sub ?? '';
+    if (!service.users.getRow('user', subject)) throw notFound('User not found in the user store.');
+    return subject;
+  };
+  app.get('/Me', async (request, reply) => sendScim(reply, service.getUser('user', meId(request))));
+  app.put('/Me', async (request, reply) =>
+    sendScim(reply, await service.replaceUser('user', meId(request), readJson(request))),
+  );
+  app.patch('/Me', async (request, reply) =>
+    sendScim(reply, await service.patchUser('user', meId(request), readJson(request))),
+  );
+
+  app.get('/ServiceProviderConfig', async (_request, reply) =>
+    sendScim(reply, { status: 200, body: serviceProviderConfig(locations) }),
+  );
+  app.get('/ResourceTypes', async (_request, reply) =>
+    sendScim(reply, { status: 200, body: resourceTypes(locations) }),
+  );
+  app.get('/Schemas', async (_request, reply) =>
+    sendScim(reply, {
+      status: 200,
+      body: schemas(service.users.schema(), CORE_USER_ATTRIBUTES),
+    }),
+  );
+}
+
+function sendScim(reply: FastifyReply, response: ScimResponse): FastifyReply {
+  reply.code(response.status).header('content-type', SCIM_CONTENT_TYPE);
+  if (response.location) reply.header('location', response.location);
+  // A Buffer keeps Fastify from appending a charset to WSO2's exact content type.
+  return response.body === undefined
+    ? reply.send()
+    : reply.send(Buffer.from(JSON.stringify(response.body)));
+}
+
+/** The request body as JSON, after WSO2's content-type check. */
+function readJson(request: FastifyRequest): unknown {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!ACCEPTED_INPUT.has(type)) throw new ScimError(406, 'The specified format is not supported.');
+  const text = typeof request.body === 'string' ? request.body : '';
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw invalidSyntax('Malformed JSON in the request body.');
+  }
+}
+
+function toScimError(error: FastifyError): ScimError {
+  if (error instanceof ScimError) return error;
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new ScimError(
+      413,
+      'The request payload exceeds the maxPayloadSize: 1048576',
+      'tooLarge',
+    );
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500)
+    return new ScimError(status, 'Invalid request.', 'invalidSyntax');
+  return new ScimError(500, 'Internal server error.');
+}

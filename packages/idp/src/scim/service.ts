@@ -1,0 +1,289 @@
+import { badRequest, forbidden, invalidSyntax, ScimError } from './errors.js';
+import {
+  type FilterOperator,
+  type FilterPolicy,
+  parseFilter,
+  UNKNOWN_FILTER_ATTRIBUTE,
+} from './filter.js';
+import { type GroupStore, groupFilterKey } from './groups.js';
+import { readPatchOperations } from './patch.js';
+import {
+  type Locations,
+  listResponse,
+  renderGroup,
+  renderRole,
+  renderUser,
+  type UserRelations,
+} from './render.js';
+import { RoleStore, roleFilterKey } from './roles.js';
+import { ROLE_OPERATION_SCOPES } from './scopes.js';
+import type { UserKind, UserStore } from './users.js';
+
+type Json = Record<string, unknown>;
+
+export type ScimResponse = { status: number; body?: Json; location?: string };
+
+/** What the valve decided for the request: operation scopes are checked when not `granted`. */
+export type Access = { granted: boolean; scopes: ReadonlySet<string> };
+
+export type ListQuery = {
+  filter?: unknown;
+  startIndex?: unknown;
+  count?: unknown;
+  sortBy?: unknown;
+  sortOrder?: unknown;
+};
+
+const DEFAULT_COUNT = 100;
+const MAX_COUNT = 200;
+
+const ops = (...names: FilterOperator[]) => new Set<FilterOperator>(names);
+const invalidFilter = (detail: string, status = 400) =>
+  new ScimError(status, detail, 'InvalidFilter');
+
+/** The SCIM operations, shared by the HTTP routes and the Bulk endpoint. */
+export class ScimService {
+  constructor(
+    readonly users: UserStore,
+    readonly groups: GroupStore,
+    readonly roles: RoleStore,
+    private readonly locations: Locations,
+  ) {}
+
+  // Users and agents
+
+  async createUser(kind: UserKind, body: unknown): Promise<ScimResponse> {
+    const { row, password } = await this.users.create(kind, body);
+    const rendered = this.renderUser(kind, row);
+    return {
+      status: 201,
+      body: password === undefined ? rendered : { ...rendered, password },
+      location: this.locations.user(kind, row.id as string),
+    };
+  }
+
+  getUser(kind: UserKind, id: string): ScimResponse {
+    return this.userResponse(kind, this.users.get(kind, id));
+  }
+
+  async replaceUser(kind: UserKind, id: string, body: unknown): Promise<ScimResponse> {
+    return this.userResponse(kind, await this.users.replace(kind, id, body));
+  }
+
+  async patchUser(kind: UserKind, id: string, body: unknown): Promise<ScimResponse> {
+    return this.userResponse(kind, await this.users.patch(kind, id, readPatchOperations(body)));
+  }
+
+  deleteUser(kind: UserKind, id: string): ScimResponse {
+    this.users.delete(kind, id);
+    return { status: 204 };
+  }
+
+  /** `strategy: 'scan'` reads every user instead of using the index (benchmark baseline). */
+  listUsers(kind: UserKind, query: ListQuery, strategy: 'index' | 'scan' = 'index'): ScimResponse {
+    if (query.sortBy !== undefined || query.sortOrder !== undefined) {
+      throw new ScimError(501, 'Sorting is not supported');
+    }
+    const schema = this.users.schema();
+    const conditions = this.conditions(query.filter, {
+      operators: ops('eq', 'ne', 'co', 'sw', 'ew', 'ge', 'le'),
+      logic: 'and',
+      resolve: (a) => schema.filterKey(a),
+      unsupportedOperator: (op) =>
+        invalidFilter(`Filter operation: ${op} is not supported for filtering in users endpoint.`),
+      unsupportedLogic: (op) => invalidFilter(`Unsupported Operation: ${op}`),
+      unknownAttribute: UNKNOWN_FILTER_ATTRIBUTE,
+    });
+    const page = readPage(query);
+    const { total, rows } =
+      strategy === 'scan'
+        ? this.users.scan(kind, conditions, page)
+        : this.users.search(kind, conditions, page);
+    if (page.count === 0) return { status: 200, body: listResponse(0, page.startIndex, []) };
+    const resources = rows.map((r) => this.renderUser(kind, r));
+    return { status: 200, body: listResponse(total, page.startIndex, resources) };
+  }
+
+  // Groups
+
+  createGroup(body: unknown): ScimResponse {
+    const group = this.groups.create(body);
+    return {
+      status: 201,
+      body: renderGroup(group, this.locations),
+      location: this.locations.group(group.id),
+    };
+  }
+
+  getGroup(id: string): ScimResponse {
+    return this.groupResponse(this.groups.get(id));
+  }
+
+  replaceGroup(id: string, body: unknown): ScimResponse {
+    return this.groupResponse(this.groups.replace(id, body));
+  }
+
+  patchGroup(id: string, body: unknown): ScimResponse {
+    return this.groupResponse(this.groups.patch(id, readPatchOperations(body)));
+  }
+
+  deleteGroup(id: string): ScimResponse {
+    this.groups.delete(id);
+    return { status: 204 };
+  }
+
+  listGroups(query: ListQuery): ScimResponse {
+    const conditions = this.conditions(query.filter, {
+      operators: ops('eq', 'co', 'sw', 'ew', 'ge', 'le'),
+      logic: 'single',
+      resolve: groupFilterKey,
+      unsupportedOperator: (op) =>
+        invalidFilter(`Filter operation: ${op} is not supported for groups filtering.`),
+      unsupportedLogic: () => new ScimError(501, 'Complex filters are not supported yet'),
+      unknownAttribute: UNKNOWN_FILTER_ATTRIBUTE,
+    });
+    return this.page(
+      query,
+      this.groups.list(conditions).map((g) => renderGroup(g, this.locations)),
+    );
+  }
+
+  // Roles v2
+
+  createRole(body: unknown, access: Access): ScimResponse {
+    checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
+    const role = this.roles.create(body);
+    return {
+      status: 201,
+      body: renderRole(role, this.locations),
+      location: this.locations.role(role.id),
+    };
+  }
+
+  getRole(id: string): ScimResponse {
+    return this.roleResponse(this.roles.get(id));
+  }
+
+  replaceRole(id: string, body: unknown, access: Access): ScimResponse {
+    checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
+    return this.roleResponse(this.roles.replace(id, body));
+  }
+
+  patchRole(id: string, body: unknown, access: Access): ScimResponse {
+    const operations = readPatchOperations(body);
+    checkRoleOperationScopes(RoleStore.sectionsOfPatch(operations), access);
+    return this.roleResponse(this.roles.patch(id, operations));
+  }
+
+  deleteRole(id: string): ScimResponse {
+    this.roles.delete(id);
+    return { status: 204 };
+  }
+
+  listRoles(query: ListQuery): ScimResponse {
+    const conditions = this.conditions(query.filter, {
+      operators: ops('eq', 'ne', 'co', 'sw', 'ew'),
+      logic: 'and',
+      resolve: roleFilterKey,
+      unsupportedOperator: (op) =>
+        invalidFilter(`Filter operation: ${op} is not supported for role filtering.`),
+      unsupportedLogic: (op) =>
+        invalidFilter(`Filter operator: ${op} is not supported for role filtering.`),
+      unknownAttribute: (a) =>
+        invalidFilter(`Filtering based on attribute: ${a} is not supported.`),
+    });
+    const roles = this.roles.list(conditions).map((r) => renderRole(r, this.locations, false));
+    return this.page(query, roles);
+  }
+
+  /** Validates a `.search` body (charon's rules) and returns it as list query parameters. */
+  static readSearchRequest(body: unknown): ListQuery {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw invalidSyntax('The request body must be a JSON object.');
+    }
+    const request = body as Json;
+    if (!Array.isArray(request.schemas)) {
+      throw badRequest(
+        "Attribute 'schemas' is missing or is not a valid JSON array.",
+        'invalidSyntax',
+      );
+    }
+    if (request.schemas.length !== 1) throw badRequest('Schema is invalid', 'invalidSyntax');
+    return {
+      filter: request.filter,
+      startIndex: request.startIndex,
+      count: request.count,
+      sortBy: request.sortBy,
+      sortOrder: request.sortOrder,
+    };
+  }
+
+  private conditions(filter: unknown, policy: FilterPolicy) {
+    if (filter === undefined) return [];
+    if (typeof filter !== 'string') throw invalidFilter('Given filter operator is not supported.');
+    return parseFilter(filter, policy);
+  }
+
+  private page(query: ListQuery, all: Json[]): ScimResponse {
+    const page = readPage(query);
+    if (page.count === 0) return { status: 200, body: listResponse(0, page.startIndex, []) };
+    const slice = all.slice(page.startIndex - 1, page.startIndex - 1 + page.count);
+    return { status: 200, body: listResponse(all.length, page.startIndex, slice) };
+  }
+
+  private renderUser(kind: UserKind, record: Json): Json {
+    return renderUser(kind, record, this.relations(record.id as string), this.locations);
+  }
+
+  private relations(userId: string): UserRelations {
+    return {
+      groups: this.groups.groupsOfUser(userId),
+      roles: this.roles.rolesOfUser(userId),
+    };
+  }
+
+  private userResponse(kind: UserKind, record: Json): ScimResponse {
+    const body = this.renderUser(kind, record);
+    return { status: 200, body, location: this.locations.user(kind, record.id as string) };
+  }
+
+  private groupResponse(group: ReturnType<GroupStore['get']>): ScimResponse {
+    return {
+      status: 200,
+      body: renderGroup(group, this.locations),
+      location: this.locations.group(group.id),
+    };
+  }
+
+  private roleResponse(role: ReturnType<RoleStore['get']>): ScimResponse {
+    return {
+      status: 200,
+      body: renderRole(role, this.locations),
+      location: this.locations.role(role.id),
+    };
+  }
+}
+
+/**
+ * Without the entry's own scope the valve only let the request in on an operation scope;
+ * then each section written needs its operation scope (research §1.3, spec §5.2 rule 6).
+ */
+function checkRoleOperationScopes(sections: readonly string[], access: Access): void {
+  if (access.granted) return;
+  for (const section of sections) {
+    const scope = ROLE_OPERATION_SCOPES[section as keyof typeof ROLE_OPERATION_SCOPES];
+    if (!access.scopes.has(scope)) throw forbidden();
+  }
+}
+
+function readInteger(value: unknown): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const n = Number(value);
+  return Number.isInteger(n) ? n : undefined;
+}
+
+function readPage(query: ListQuery): { startIndex: number; count: number } {
+  const startIndex = Math.max(1, readInteger(query.startIndex) ?? 1);
+  const count = Math.min(MAX_COUNT, Math.max(0, readInteger(query.count) ?? DEFAULT_COUNT));
+  return { startIndex, count };
+}

@@ -1,0 +1,484 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import { hashSecret, verifySecret } from '@mcp-identity/common';
+import { type Db, inTransaction } from '../db.js';
+import { badRequest, conflict, notFound } from './errors.js';
+import { type Condition, matches } from './filter.js';
+import { applyToContainer, mergeByType, type PatchOperation, parsePath } from './patch.js';
+import {
+  AGENT_SCHEMA,
+  type AttributeSpec,
+  CORE_USER,
+  CUSTOM_USER,
+  type CustomAttribute,
+  checkValue,
+  ENTERPRISE_USER,
+  indexedValues,
+  UserSchema,
+  WSO2_USER,
+} from './user-schema.js';
+
+export type UserKind = 'user' | 'agent';
+type Json = Record<string, unknown>;
+type UserRow = {
+  id: string;
+  kind: UserKind;
+  user_name: string;
+  password_hash: string | null;
+  doc: string;
+  created_at: string;
+  modified_at: string;
+};
+
+export type Page = { startIndex: number; count: number };
+export type SearchResult = { total: number; rows: Json[] };
+
+const isObject = (v: unknown): v is Json =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const READ_ONLY = new Set(['id', 'meta', 'groups', 'roles', 'schemas']);
+const PASSWORD_PATTERN = /^[\S]{5,30}$/;
+const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
+
+const notFoundOnGet = () => notFound('User not found in the user store.');
+
+/** Users and agents (agents are users with kind `agent`), persisted in SQLite. */
+export class UserStore {
+  private schemaCache: UserSchema | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  schema(): UserSchema {
+    if (!this.schemaCache) {
+      const custom = this.db
+        .prepare('SELECT name, type FROM custom_attributes ORDER BY name')
+        .all() as CustomAttribute[];
+      this.schemaCache = new UserSchema(custom);
+    }
+    return this.schemaCache;
+  }
+
+  /** Defines (or redefines) an attribute of the custom extension. */
+  defineCustomAttribute(attribute: CustomAttribute): void {
+    if (!/^[A-Za-z][\w-]*$/.test(attribute.name)) {
+      throw new Error(`Invalid custom attribute name: ${attribute.name}`);
+    }
+    this.db
+      .prepare(
+        'INSERT INTO custom_attributes (name, type) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET type = excluded.type',
+      )
+      .run(attribute.name, attribute.type);
+    this.schemaCache = undefined;
+  }
+
+  async create(kind: UserKind, body: unknown): Promise<{ row: Json; password?: string }> {
+    const { doc, password: given } = this.normalize(body, kind);
+    let password = given;
+    if (kind === 'agent') {
+      doc.userName = agentUserName(doc.userName);
+      password ??= generatePassword();
+    }
+    checkPasswordPolicy(kind, password);
+    const passwordHash = password === undefined ? null : await hashSecret(password);
+    const id = randomUUID();
+    const at = this.now().toISOString();
+    inTransaction(this.db, () => {
+      this.assertUserNameFree(doc.userName as string, kind);
+      this.db
+        .prepare(
+          `INSERT INTO users (id, kind, user_name, user_name_lc, password_hash, doc, created_at, modified_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          id,
+          kind,
+          doc.userName,
+          (doc.userName as string).toLowerCase(),
+          passwordHash,
+          JSON.stringify(doc),
+          at,
+          at,
+        );
+      this.writeIndex(id, kind, doc);
+    });
+    const row = this.getRow(kind, id)!;
+    return kind === 'agent' && password !== undefined ? { row, password } : { row };
+  }
+
+  get(kind: UserKind, id: string): Json {
+    const row = this.getRow(kind, id);
+    if (!row) throw notFoundOnGet();
+    return row;
+  }
+
+  /** The stored document and timestamps of a user, for rendering. */
+  getRow(kind: UserKind, id: string): Json | undefined {
+    const row = this.db.prepare('SELECT * FROM users WHERE id = ? AND kind = ?').get(id, kind) as
+      | UserRow
+      | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  async replace(kind: UserKind, id: string, body: unknown): Promise<Json> {
+    const existing = this.getRow(kind, id);
+    if (!existing) throw notFound(`No user with the id : ${id} in the user store.`);
+    const { doc, password } = this.normalize(body, kind);
+    if (kind === 'agent') doc.userName = agentUserName(doc.userName ?? existing.userName);
+    this.assertUserNameUnchanged(existing, doc.userName);
+    await this.write(kind, id, doc, password);
+    return this.get(kind, id);
+  }
+
+  async patch(kind: UserKind, id: string, operations: PatchOperation[]): Promise<Json> {
+    const schema = this.schema();
+    const apply = (): { doc: Json; password?: string } => {
+      const existing = this.getRow(kind, id);
+      if (!existing) throw notFound(`No user with the id : ${id} in the user store.`);
+      const doc = documentOf(existing);
+      let password: string | undefined;
+      for (const operation of operations) {
+        password = this.applyUserOperation(doc, operation, schema) ?? password;
+      }
+      const normalized = this.normalize(doc, kind);
+      this.assertUserNameUnchanged(existing, normalized.doc.userName);
+      return password === undefined ? normalized : { ...normalized, password };
+    };
+    // Hashing is asynchronous, so it happens first; the operations are then re-applied to the
+    // row read inside the write transaction, so concurrent patches compose.
+    const { password } = apply();
+    checkPasswordPolicy(kind, password);
+    const passwordHash = password === undefined ? undefined : await hashSecret(password);
+    return inTransaction(this.db, () => {
+      this.writeRow(kind, id, apply().doc, passwordHash);
+      return this.get(kind, id);
+    });
+  }
+
+  delete(kind: UserKind, id: string): void {
+    const changes = this.db.prepare('DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
+    if (changes.changes === 0) {
+      throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
+    }
+  }
+
+  /**
+   * Indexed search: each condition selects user ids from the covering index of `user_attrs`;
+   * `and` is INTERSECT, `ne` is EXCEPT. Pages are cut in id order.
+   */
+  search(kind: UserKind, conditions: readonly Condition[], page: Page): SearchResult {
+    const params: unknown[] = [];
+    const selects: string[] = [];
+    const positive = conditions.filter((c) => c.op !== 'ne');
+    if (positive.length === 0) {
+      selects.push('SELECT id AS user_id FROM users WHERE kind = ?');
+      params.push(kind);
+    }
+    for (const c of positive) {
+      const [predicate, values] = conditionSql(c);
+      const distinct = positive.length === 1 && conditions.length === 1 ? 'DISTINCT ' : '';
+      selects.push(
+        `SELECT ${distinct}user_id FROM user_attrs WHERE kind = ? AND name = ? AND ${predicate}`,
+      );
+      params.push(kind, c.attribute.toLowerCase(), ...values);
+    }
+    let ids = selects.join(' INTERSECT ');
+    for (const c of conditions.filter((c) => c.op === 'ne')) {
+      ids += ' EXCEPT SELECT user_id FROM user_attrs WHERE kind = ? AND name = ? AND value = ?';
+      params.push(kind, c.attribute.toLowerCase(), c.value.toLowerCase());
+    }
+    const total = (
+      this.db.prepare(`SELECT count(*) AS n FROM (${ids})`).get(...params) as { n: number }
+    ).n;
+    if (page.count === 0 || total === 0) return { total, rows: [] };
+    const rows = this.db
+      .prepare(
+        `SELECT u.* FROM users u WHERE u.id IN
+         (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
+      )
+      .all(...params, page.count, page.startIndex - 1) as UserRow[];
+    return { total, rows: rows.map(toRecord) };
+  }
+
+  /** The same search by reading every user: the baseline the benchmark compares against. */
+  scan(kind: UserKind, conditions: readonly Condition[], page: Page): SearchResult {
+    const schema = this.schema();
+    const hits: Json[] = [];
+    let total = 0;
+    const rows = this.db
+      .prepare('SELECT * FROM users WHERE kind = ? ORDER BY rowid')
+      .iterate(kind) as IterableIterator<UserRow>;
+    for (const row of rows) {
+      const values = indexedValues(JSON.parse(row.doc) as Json, schema);
+      const ok = conditions.every((c) =>
+        matches(
+          c,
+          values.filter(([k]) => k === c.attribute.toLowerCase()).map(([, v]) => v),
+        ),
+      );
+      if (!ok) continue;
+      total++;
+      if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
+    }
+    return { total, rows: hits };
+  }
+
+  findByUserName(userName: string): { id: string; userName: string; kind: UserKind } | undefined {
+    const row = this.db
+      .prepare('SELECT id, user_name, kind FROM users WHERE user_name_lc = ?')
+      .get(userName.toLowerCase()) as { id: string; user_name: string; kind: UserKind } | undefined;
+    return row ? { id: row.id, userName: row.user_name, kind: row.kind } : undefined;
+  }
+
+  /** The user's id when `password` matches (login form). */
+  async verifyPassword(userName: string, password: string): Promise<string | undefined> {
+    const row = this.db
+      .prepare("SELECT id, password_hash FROM users WHERE user_name_lc = ? AND kind = 'user'")
+      .get(userName.toLowerCase()) as { id: string; password_hash: string | null } | undefined;
+    if (!row?.password_hash) return undefined;
+    const doc = this.getRow('user', row.id);
+    if (doc?.active === false) return undefined;
+    return (await verifySecret(password, row.password_hash)) ? row.id : undefined;
+  }
+
+  /** Inserts many users in one transaction without passwords (benchmark seeding). */
+  seed(docs: readonly Json[]): void {
+    const at = this.now().toISOString();
+    const insert = this.db.prepare(
+      `INSERT INTO users (id, kind, user_name, user_name_lc, password_hash, doc, created_at, modified_at)
+       VALUES (?, 'user', ?, ?, NULL, ?, ?, ?)`,
+    );
+    inTransaction(this.db, () => {
+      for (const body of docs) {
+        const { doc } = this.normalize(body, 'user');
+        const id = randomUUID();
+        const userName = doc.userName as string;
+        insert.run(id, userName, userName.toLowerCase(), JSON.stringify(doc), at, at);
+        this.writeIndex(id, 'user', doc);
+      }
+    });
+  }
+
+  private async write(kind: UserKind, id: string, doc: Json, password?: string): Promise<void> {
+    checkPasswordPolicy(kind, password);
+    const passwordHash = password === undefined ? undefined : await hashSecret(password);
+    inTransaction(this.db, () => this.writeRow(kind, id, doc, passwordHash));
+  }
+
+  private writeRow(kind: UserKind, id: string, doc: Json, passwordHash: string | undefined): void {
+    const at = this.now().toISOString();
+    this.db
+      .prepare(
+        'UPDATE users SET doc = ?, modified_at = ?, password_hash = coalesce(?, password_hash) WHERE id = ?',
+      )
+      .run(JSON.stringify(doc), at, passwordHash ?? null, id);
+    this.writeIndex(id, kind, doc);
+  }
+
+  private writeIndex(id: string, kind: UserKind, doc: Json): void {
+    this.db.prepare('DELETE FROM user_attrs WHERE user_id = ?').run(id);
+    const insert = this.db.prepare(
+      'INSERT INTO user_attrs (user_id, kind, name, value) VALUES (?, ?, ?, ?)',
+    );
+    for (const [name, value] of indexedValues(doc, this.schema())) {
+      insert.run(id, kind, name, value);
+    }
+  }
+
+  private assertUserNameFree(userName: string, kind: UserKind): void {
+    if (this.findByUserName(userName)) {
+      throw conflict(
+        kind === 'agent'
+          ? `Agent with the name: ${userName} already exists in the system.`
+          : `User with the name: ${userName} already exists in the system.`,
+      );
+    }
+  }
+
+  private assertUserNameUnchanged(existing: Json, userName: unknown): void {
+    if (String(existing.userName).toLowerCase() !== String(userName).toLowerCase()) {
+      throw badRequest('Attribute userName cannot be modified.', 'mutability');
+    }
+  }
+
+  /** Applies one PATCH operation to a stored document; returns a new password if set. */
+  private applyUserOperation(
+    doc: Json,
+    { op, path, value }: PatchOperation,
+    schema: UserSchema,
+  ): string | undefined {
+    if (!path) {
+      if (!isObject(value)) throw badRequest('Value of a pathless operation must be an object.');
+      let password: string | undefined;
+      for (const [key, v] of Object.entries(value)) {
+        if (key === 'schemas') continue;
+        const urn = schema.extensionUrn(key);
+        if (urn) {
+          if (!isObject(v)) throw badRequest(`Attribute ${urn} must be a complex attribute.`);
+          doc[urn] = { ...(isObject(doc[urn]) ? doc[urn] : {}), ...v };
+          continue;
+        }
+        const spec = schema.coreAttribute(key);
+        if (!spec) throw badRequest(`No such attribute with the name : ${key}`);
+        if (spec.name === 'password') {
+          password = String(v);
+        } else if (spec.multiValued && Array.isArray(v)) {
+          doc[spec.name] = mergeByType(doc[spec.name], v.filter(isObject));
+        } else if (spec.type === 'complex' && isObject(v) && isObject(doc[spec.name])) {
+          doc[spec.name] = { ...(doc[spec.name] as Json), ...v };
+        } else {
+          doc[spec.name] = v;
+        }
+      }
+      return password;
+    }
+    const urns = [...schema.extensions.keys()];
+    const wholeExtension = schema.extensionUrn(path);
+    if (wholeExtension) {
+      if (op === 'remove') delete doc[wholeExtension];
+      else if (!isObject(value)) throw badRequest(`Attribute ${wholeExtension} must be complex.`);
+      else if (op === 'add' && isObject(doc[wholeExtension])) {
+        doc[wholeExtension] = { ...(doc[wholeExtension] as Json), ...value };
+      } else doc[wholeExtension] = value;
+      return undefined;
+    }
+    const corePrefix = `${CORE_USER}:`;
+    const relative = path.toLowerCase().startsWith(corePrefix.toLowerCase())
+      ? path.slice(corePrefix.length)
+      : path;
+    const parsed = parsePath(relative, urns);
+    let spec: AttributeSpec | undefined;
+    let container = doc;
+    if (parsed.urn) {
+      spec = schema.extensionAttribute(parsed.urn, parsed.attribute);
+      if (!spec)
+        throw badRequest(`No such attribute with the name : ${parsed.urn}:${parsed.attribute}`);
+      container = isObject(doc[parsed.urn]) ? { ...(doc[parsed.urn] as Json) } : {};
+      doc[parsed.urn] = container;
+    } else {
+      spec = schema.coreAttribute(parsed.attribute);
+      if (!spec) throw badRequest(`No such attribute with the name : ${parsed.attribute}`);
+      if (spec.name === 'password') {
+        if (op === 'remove') throw badRequest('Attribute password cannot be removed.');
+        return String(value);
+      }
+    }
+    applyToContainer(container, spec.name, parsed, op, value, spec.multiValued === true);
+    return undefined;
+  }
+
+  /** Validates a user body against the schema; returns the storable document and password. */
+  private normalize(body: unknown, kind: UserKind): { doc: Json; password?: string } {
+    if (!isObject(body))
+      throw badRequest('The request body must be a JSON object.', 'invalidSyntax');
+    const schema = this.schema();
+    const doc: Json = {};
+    let password: string | undefined;
+    for (const [key, value] of Object.entries(body)) {
+      if (READ_ONLY.has(key)) continue;
+      if (key.toLowerCase().startsWith('urn:')) {
+        const urn = schema.extensionUrn(key);
+        if (!urn) throw badRequest(`No such attribute with the name : ${key}`);
+        if (value === null) continue;
+        if (!isObject(value)) throw badRequest(`Attribute ${urn} must be a complex attribute.`);
+        const ext: Json = {};
+        for (const [name, v] of Object.entries(value)) {
+          const spec = schema.extensionAttribute(urn, name);
+          if (!spec) throw badRequest(`No such attribute with the name : ${urn}:${name}`);
+          if (v !== null) ext[spec.name] = checkValue(spec, v, `${urn}:${spec.name}`);
+        }
+        if (Object.keys(ext).length > 0) doc[urn] = ext;
+        continue;
+      }
+      const spec = schema.coreAttribute(key);
+      if (!spec) throw badRequest(`No such attribute with the name : ${key}`);
+      if (spec.readOnly || value === null) continue;
+      const checked = checkValue(spec, value, spec.name);
+      if (spec.name === 'password') password = checked as string;
+      else doc[spec.name] = checked;
+    }
+    if (kind === 'user' && (typeof doc.userName !== 'string' || !doc.userName.trim())) {
+      throw badRequest('Required attribute userName is missing in the SCIM Object.');
+    }
+    return password === undefined ? { doc } : { doc, password };
+  }
+}
+
+/** The predicate on `user_attrs.value` of a positive (non-`ne`) condition. */
+/** WSO2's default password policy; agents' generated passwords are exempt. */
+function checkPasswordPolicy(kind: UserKind, password: string | undefined): void {
+  if (kind === 'user' && password !== undefined && !PASSWORD_PATTERN.test(password)) {
+    throw badRequest(`The provided password does not match the policy: ${PASSWORD_PATTERN.source}`);
+  }
+}
+
+function conditionSql(c: Condition): [string, unknown[]] {
+  const value = c.value.toLowerCase();
+  const like = (pattern: string) => pattern.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+  switch (c.op) {
+    case 'sw':
+      return ['value >= ? AND value < ?', [value, value + MAX_CODE_POINT]];
+    case 'co':
+      return ["value LIKE ? ESCAPE '\\'", [`%${like(value)}%`]];
+    case 'ew':
+      return ["value LIKE ? ESCAPE '\\'", [`%${like(value)}`]];
+    case 'ge':
+      return ['value >= ?', [value]];
+    case 'le':
+      return ['value <= ?', [value]];
+    case 'gt':
+      return ['value > ?', [value]];
+    case 'lt':
+      return ['value < ?', [value]];
+    case 'pr':
+      return ['1 = 1', []];
+    default:
+      return ['value = ?', [value]];
+  }
+}
+
+function toRecord(row: UserRow): Json {
+  return {
+    ...(JSON.parse(row.doc) as Json),
+    id: row.id,
+    meta: { created: row.created_at, lastModified: row.modified_at },
+  };
+}
+
+function documentOf(record: Json): Json {
+  const { id: _id, meta: _meta, ...doc } = record;
+  return doc;
+}
+
+/** WSO2 prefixes agent names with the AGENT domain; a name with its own domain is refused. */
+function agentUserName(given: unknown): string {
+  if (given === undefined || given === null) return `AGENT/${randomUUID()}`;
+  const name = String(given);
+  if (name.startsWith('AGENT/') && !name.slice(6).includes('/') && name.length > 6) return name;
+  if (!name.trim() || name.includes('/')) {
+    throw badRequest('Agent username cannot contain domain name or be null.');
+  }
+  return `AGENT/${name}`;
+}
+
+const PASSWORD_CLASSES = [
+  'ABCDEFGHJKLMNPQRSTUVWXYZ',
+  'abcdefghijkmnpqrstuvwxyz',
+  '23456789',
+  '!#$%*',
+];
+
+/** 16 characters with at least one of each class, like WSO2's generated agent passwords. */
+function generatePassword(): string {
+  const all = PASSWORD_CLASSES.join('');
+  const chars = PASSWORD_CLASSES.map((set) => set[randomInt(set.length)]!);
+  while (chars.length < 16) chars.push(all[randomInt(all.length)]!);
+  for (let i = chars.length - 1; i > 0; i--) {
+    const j = randomInt(i + 1);
+    [chars[i], chars[j]] = [chars[j]!, chars[i]!];
+  }
+  return chars.join('');
+}
+
+export const USER_SCHEMAS = [CORE_USER, ENTERPRISE_USER, WSO2_USER, CUSTOM_USER];
+export const AGENT_SCHEMAS = [...USER_SCHEMAS, AGENT_SCHEMA];

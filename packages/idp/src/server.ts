@@ -1,0 +1,218 @@
+import {
+  createApp,
+  createLogger,
+  ensureSelfSignedCertificate,
+  type Logger,
+  registerHealthRoutes,
+  startServer,
+} from '@mcp-identity/common';
+import { AppStore } from './apps.js';
+import {
+  applyBootstrap,
+  type BootstrapDocument,
+  type BootstrapResult,
+  DEFAULT_BOOTSTRAP,
+  readBootstrapFile,
+} from './bootstrap.js';
+import { type Db, openDatabase } from './db.js';
+import { KeyStore } from './keys.js';
+import { GrantStore } from './oauth/grants.js';
+import { oauthRoutes } from './oauth/routes.js';
+import { MAX_BULK_PAYLOAD } from './scim/bulk.js';
+import { GroupStore } from './scim/groups.js';
+import { Locations } from './scim/render.js';
+import { RoleStore } from './scim/roles.js';
+import { scimRoutes } from './scim/routes.js';
+import { KNOWN_SCOPES } from './scim/scopes.js';
+import { ScimService } from './scim/service.js';
+import { UserStore } from './scim/users.js';
+import { TokenService } from './tokens.js';
+
+export type IdpOptions = {
+  /** Directory for the database and TLS material; created if missing. */
+  dataDir: string;
+  /** Interface to bind (default 127.0.0.1). */
+  host?: string;
+  /** Port (default 9443; 0 picks a free one). */
+  port?: number;
+  /** Serve plain HTTP instead of HTTPS with the self-signed certificate. */
+  http?: boolean;
+  /** Base URL clients see (default: the bound address). */
+  publicUrl?: string;
+  /** Token issuer (default `<publicUrl>/oauth2/token`). */
+  issuer?: string;
+  /** Bootstrap file path or document (default: the custom attributes the tools use). */
+  bootstrap?: string | BootstrapDocument;
+  accessTokenTtlSeconds?: number;
+  refreshTokenTtlSeconds?: number;
+  logger?: Logger;
+  /** Close on SIGINT/SIGTERM (default false: the embedding program decides). */
+  handleSignals?: boolean;
+  /** Clock in milliseconds (tests). */
+  now?: () => number;
+};
+
+export type RunningIdp = {
+  /** Bound base URL, e.g. http://127.0.0.1:53122. */
+  url: string;
+  publicUrl: string;
+  issuer: string;
+  tokenEndpoint: string;
+  jwksUri: string;
+  host: string;
+  port: number;
+  bootstrap: BootstrapResult;
+  admin: IdpAdmin;
+  close(): Promise<void>;
+};
+
+/** Direct access to the IdP's stores, for management commands and embedding programs. */
+export type IdpAdmin = {
+  apps: AppStore;
+  keys: KeyStore;
+  service: ScimService;
+};
+
+const DEFAULT_ACCESS_TTL = 3600;
+const DEFAULT_REFRESH_TTL = 86_400;
+const CLOSE_GRACE_MS = 2000;
+
+type Core = IdpAdmin & { db: Db; tokens: TokenService; grants: GrantStore; locations: Locations };
+
+function createCore(
+  dataDir: string,
+  options: Pick<IdpOptions, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'now'>,
+  urls: { base: () => string; issuer: () => string },
+): Core {
+  const nowMs = options.now ?? Date.now;
+  const nowSeconds = () => Math.floor(nowMs() / 1000);
+  const accessTtl = options.accessTokenTtlSeconds ?? DEFAULT_ACCESS_TTL;
+  const db = openDatabase(dataDir);
+  const apps = new AppStore(db);
+  const keys = new KeyStore(db, accessTtl, nowSeconds);
+  const locations = new Locations(urls.base);
+  const now = () => new Date(nowMs());
+  const knownScopes = new Set(KNOWN_SCOPES);
+  const service = new ScimService(
+    new UserStore(db, now),
+    new GroupStore(db, now),
+    new RoleStore(db, {
+      knownScopes: () => knownScopes,
+      applicationName: (clientId) => apps.get(clientId)?.name,
+      now,
+    }),
+    locations,
+  );
+  const tokens = new TokenService(db, keys, {
+    get issuer() {
+      return urls.issuer();
+    },
+    accessTokenTtlSeconds: accessTtl,
+    now: nowSeconds,
+  });
+  const grants = new GrantStore(db, {
+    codeTtlSeconds: 120,
+    refreshTtlSeconds: options.refreshTokenTtlSeconds ?? DEFAULT_REFRESH_TTL,
+    now: nowSeconds,
+  });
+  return { db, apps, keys, service, tokens, grants, locations };
+}
+
+/**
+ * Opens the IdP's data directory without serving it (CLI `apps …` and `keys rotate`). Safe while
+ * a server runs on the same directory: SQLite serialises the writers.
+ */
+export function openIdpData(dataDir: string): IdpAdmin & { close(): void } {
+  const core = createCore(
+    dataDir,
+    {},
+    {
+      base: () => '',
+      issuer: () => '',
+    },
+  );
+  return { apps: core.apps, keys: core.keys, service: core.service, close: () => core.db.close() };
+}
+
+/** Starts the identity provider: OAuth 2.0 under /oauth2, SCIM 2.0 under /scim2. */
+export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
+  const logger = options.logger ?? createLogger({ name: 'idp' });
+  let publicUrl = '';
+  let issuer = '';
+  const core = createCore(options.dataDir, options, {
+    base: () => publicUrl,
+    issuer: () => issuer,
+  });
+  try {
+    await core.keys.ensureActiveKey();
+    const document =
+      typeof options.bootstrap === 'string'
+        ? await readBootstrapFile(options.bootstrap)
+        : (options.bootstrap ?? DEFAULT_BOOTSTRAP);
+    const bootstrap = await applyBootstrap(document, core);
+
+    const tls = options.http ? undefined : await ensureSelfSignedCertificate(options.dataDir);
+    const app = createApp({
+      logger,
+      bodyLimit: MAX_BULK_PAYLOAD,
+      ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+    });
+    // Every route reads its own body, so each surface answers bad input in its own shape.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
+      done(null, body),
+    );
+    registerHealthRoutes(app, { livePath: '/api/health-check/v1.0/health' });
+    await app.register(oauthRoutes, {
+      apps: core.apps,
+      tokens: core.tokens,
+      grants: core.grants,
+      keys: core.keys,
+      users: core.service.users,
+      roles: core.service.roles,
+      baseUrl: () => publicUrl,
+      knownScopes: KNOWN_SCOPES,
+      secureCookies: !options.http,
+    });
+    await app.register(scimRoutes, {
+      prefix: '/scim2',
+      service: core.service,
+      tokens: core.tokens,
+      locations: core.locations,
+    });
+    app.addHook('onClose', async () => core.db.close());
+
+    const server = await startServer(app, {
+      host: options.host ?? '127.0.0.1',
+      port: options.port ?? 9443,
+      handleSignals: options.handleSignals ?? false,
+    });
+    publicUrl = (options.publicUrl ?? server.url).replace(/\/+$/, '');
+    issuer = options.issuer ?? `${publicUrl}/oauth2/token`;
+    return {
+      url: server.url,
+      publicUrl,
+      issuer,
+      tokenEndpoint: `${publicUrl}/oauth2/token`,
+      jwksUri: `${publicUrl}/oauth2/jwks`,
+      host: server.host,
+      port: server.port,
+      bootstrap,
+      admin: { apps: core.apps, keys: core.keys, service: core.service },
+      close: async () => {
+        const closing = server.close();
+        // Browsers keep pre-opened keep-alive sockets that never carry a request and so never
+        // become "idle" to Node; after a grace period in-flight work is over and they go.
+        const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
+        try {
+          await closing;
+        } finally {
+          clearTimeout(force);
+        }
+      },
+    };
+  } catch (error) {
+    if (core.db.open) core.db.close();
+    throw error;
+  }
+}

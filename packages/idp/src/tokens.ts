@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import { errors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
+import type { Db } from './db.js';
+import type { KeyStore } from './keys.js';
+
+export type AccessTokenClaims = JWTPayload & {
+  sub: string;
+  client_id: string;
+  scope: string;
+  jti: string;
+  exp: number;
+  iat: number;
+};
+
+export type TokenServiceOptions = {
+  issuer: string;
+  accessTokenTtlSeconds: number;
+  now: () => number;
+};
+
+/** Issues and verifies the IdP's JWT access tokens (RS256, `kid` header). */
+export class TokenService {
+  constructor(
+    private readonly db: Db,
+    private readonly keys: KeyStore,
+    private readonly options: TokenServiceOptions,
+  ) {}
+
+  get issuer(): string {
+    return this.options.issuer;
+  }
+
+  async issue(input: { clientId: string; subject: string; scopes: string[] }): Promise<{
+    token: string;
+    expiresIn: number;
+    claims: AccessTokenClaims;
+  }> {
+    const { kid, key } = await this.keys.signingKey();
+    const iat = this.options.now();
+    const claims: AccessTokenClaims = {
+      iss: this.options.issuer,
+      aud: input.clientId,
+      sub: input.subject,
+      client_id: input.clientId,
+      scope: input.scopes.join(' '),
+      iat,
+      nbf: iat,
+      exp: iat + this.options.accessTokenTtlSeconds,
+      jti: randomUUID(),
+    };
+    const token = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', kid, typ: 'at+jwt' })
+      .sign(key);
+    return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
+  }
+
+  /** The claims of a valid, unrevoked token of this issuer; undefined otherwise. */
+  async verify(token: string): Promise<AccessTokenClaims | undefined> {
+    try {
+      const { payload } = await jwtVerify(
+        token,
+        async (header) => {
+          const key = header.kid ? await this.keys.verificationKey(header.kid) : undefined;
+          if (!key) throw new errors.JWKSNoMatchingKey();
+          return key;
+        },
+        {
+          issuer: this.options.issuer,
+          algorithms: ['RS256'],
+          currentDate: new Date(this.options.now() * 1000),
+        },
+      );
+      const claims = payload as AccessTokenClaims;
+      if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
+      if (this.isRevoked(claims.jti)) return undefined;
+      return claims;
+    } catch {
+      return undefined;
+    }
+  }
+
+  revoke(claims: AccessTokenClaims): void {
+    const now = this.options.now();
+    this.db.prepare('DELETE FROM revoked_tokens WHERE expires_at < ?').run(now);
+    this.db
+      .prepare('INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?, ?)')
+      .run(claims.jti, claims.exp);
+  }
+
+  private isRevoked(jti: string): boolean {
+    return this.db.prepare('SELECT 1 FROM revoked_tokens WHERE jti = ?').get(jti) !== undefined;
+  }
+}

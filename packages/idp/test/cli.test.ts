@@ -1,0 +1,87 @@
+import { useTempDir } from '@mcp-identity/common/testing';
+import { openIdpData, runIdpCli } from '@mcp-identity/idp';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+const tempDir = useTempDir('idp-cli-');
+
+/** Runs the CLI in-process and returns its exit code and what it printed on stdout. */
+async function run(args: string[]): Promise<{ code: number; output: string }> {
+  let output = '';
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    output += String(chunk);
+    return true;
+  });
+  try {
+    return { code: await runIdpCli(args), output };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+describe('idp apps and keys commands', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('creates, lists, rotates the secret of and deletes an application', async () => {
+    const dataDir = tempDir();
+    const created = await run([
+      'apps',
+      'create',
+      '--name',
+      'backend',
+      '--scopes',
+      'internal_user_mgt_list,internal_user_mgt_view',
+      '--data-dir',
+      dataDir,
+    ]);
+    expect(created.code).toBe(0);
+    const app = JSON.parse(created.output) as {
+      clientId: string;
+      clientSecret: string;
+      scopes: string[];
+    };
+    expect(app.scopes).toEqual(['internal_user_mgt_list', 'internal_user_mgt_view']);
+    expect(app.clientSecret.length).toBeGreaterThanOrEqual(32);
+
+    const listed = await run(['apps', 'list', '--data-dir', dataDir]);
+    expect(listed.output).toContain(app.clientId);
+    expect(listed.output).not.toContain(app.clientSecret);
+
+    const rotated = await run(['apps', 'rotate-secret', app.clientId, '--data-dir', dataDir]);
+    const { clientSecret } = JSON.parse(rotated.output) as { clientSecret: string };
+    const data = openIdpData(dataDir);
+    try {
+      expect(await data.apps.authenticate(app.clientId, app.clientSecret)).toBeUndefined();
+      expect((await data.apps.authenticate(app.clientId, clientSecret))?.clientId).toBe(
+        app.clientId,
+      );
+    } finally {
+      data.close();
+    }
+
+    expect((await run(['apps', 'delete', app.clientId, '--data-dir', dataDir])).code).toBe(0);
+    expect((await run(['apps', 'list', '--data-dir', dataDir])).output).not.toContain(app.clientId);
+  });
+
+  it('rotates the signing key', async () => {
+    const dataDir = tempDir();
+    const first = JSON.parse((await run(['keys', 'rotate', '--data-dir', dataDir])).output) as {
+      kid: string;
+    };
+    const second = JSON.parse((await run(['keys', 'rotate', '--data-dir', dataDir])).output) as {
+      kid: string;
+    };
+    expect(second.kid).not.toBe(first.kid);
+    const data = openIdpData(dataDir);
+    try {
+      expect(data.keys.publishedKeys().map((k) => k.kid)).toEqual([second.kid, first.kid]);
+    } finally {
+      data.close();
+    }
+  });
+
+  it('answers an unknown command with usage and exit code 2', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    expect((await run(['frobnicate'])).code).toBe(2);
+    expect(String(stderr.mock.calls[0]?.[0])).toContain('Usage: idp');
+  });
+});
