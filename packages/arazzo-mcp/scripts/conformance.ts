@@ -17,13 +17,13 @@
  * node20-fs-shim.mjs (the suite imports Node 22's fs.globSync, used only by tier-check).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { obtainTokenWithLoginForm, submitLoginForm } from '@mcp-identity/oauth';
 
 const PACKAGE = fileURLToPath(new URL('../', import.meta.url));
 const REPOSITORY = join(PACKAGE, '..', '..');
@@ -105,42 +105,6 @@ async function startServer(dataDir: string): Promise<Started> {
   });
 }
 
-/** The body of the login form's hidden inputs, as a browser would submit them. */
-function hiddenInputs(html: string): Record<string, string> {
-  const decode = (value: string) =>
-    value
-      .replace(/&lt;/g, '<')
-      .replace(/&gt;/g, '>')
-      .replace(/&quot;/g, '"')
-      .replace(/&#39;/g, "'")
-      .replace(/&amp;/g, '&');
-  const fields: Record<string, string> = {};
-  for (const [, name = '', value = ''] of html.matchAll(
-    /<input type="hidden" name="([^"]*)" value="([^"]*)">/g,
-  )) {
-    fields[decode(name)] = decode(value);
-  }
-  return fields;
-}
-
-/** Loads the login form of an authorization URL, signs in, returns the redirect location. */
-async function signIn(authorizationUrl: string, server: Started): Promise<URL> {
-  const form = await fetch(authorizationUrl);
-  if (form.status !== 200) throw new Error(`the authorize page answered ${form.status}`);
-  const response = await fetch(`${server.url}/oauth/authorize`, {
-    method: 'POST',
-    body: new URLSearchParams({
-      ...hiddenInputs(await form.text()),
-      email: server.email,
-      password: server.password,
-    }),
-    redirect: 'manual',
-  });
-  const location = response.headers.get('location');
-  if (location === null) throw new Error(`the login answered ${response.status}, no redirect`);
-  return new URL(location);
-}
-
 async function registerClient(server: Started, redirectUri: string): Promise<string> {
   const response = await fetch(`${server.url}/oauth/register`, {
     method: 'POST',
@@ -153,36 +117,7 @@ async function registerClient(server: Started, redirectUri: string): Promise<str
 
 /** An access token with `mcp:tools` through the full authorization code flow with PKCE. */
 async function obtainAccessToken(server: Started): Promise<string> {
-  const redirectUri = 'http://127.0.0.1:8976/callback';
-  const clientId = await registerClient(server, redirectUri);
-  const verifier = randomBytes(32).toString('base64url');
-  const state = randomBytes(16).toString('base64url');
-  const query = new URLSearchParams({
-    client_id: clientId,
-    redirect_uri: redirectUri,
-    response_type: 'code',
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-    state,
-    scope: 'mcp:tools',
-  });
-  const redirect = await signIn(`${server.url}/oauth/authorize?${query}`, server);
-  const code = redirect.searchParams.get('code');
-  if (code === null || redirect.searchParams.get('state') !== state) {
-    throw new Error(`unexpected redirect ${redirect.origin}${redirect.pathname}`);
-  }
-  const response = await fetch(`${server.url}/oauth/token`, {
-    method: 'POST',
-    body: new URLSearchParams({
-      grant_type: 'authorization_code',
-      code,
-      client_id: clientId,
-      redirect_uri: redirectUri,
-      code_verifier: verifier,
-    }),
-  });
-  if (response.status !== 200) throw new Error(`the token endpoint answered ${response.status}`);
-  return ((await response.json()) as { access_token: string }).access_token;
+  return (await obtainTokenWithLoginForm(server.url, server)).accessToken;
 }
 
 /**
@@ -228,17 +163,21 @@ function conformance(args: string[]) {
   child.stdout.setEncoding('utf8').on('data', collect);
   child.stderr.setEncoding('utf8').on('data', collect);
   const done = new Promise<{ code: number | null; output: string }>((resolve) => {
-    child.once('exit', (code) => resolve({ code, output }));
+    // 'close', not 'exit': the output pipes may still hold the last lines when the process exits.
+    child.once('close', (code) => resolve({ code, output }));
   });
   return { child, done, output: () => output };
 }
 
 /** The suite's own per-check lines (`[check-id] STATUS …`) and its totals, for the report. */
+// A check's line: `[<check id>] <STATUS> …`, the id padded to a column in newer suites.
+const CHECK_LINE = /\[([\w-]+)\s*\]\s+(SUCCESS|FAILURE|WARNING|INFO|SKIPPED)/;
+
 function checkLines(output: string): string[] {
   const plain = output.replace(ANSI_COLOUR, '');
   return plain
     .split('\n')
-    .filter((line) => /\[[\w-]+\] (SUCCESS|FAILURE|WARNING|INFO|SKIPPED)|Passed: \d+/.test(line))
+    .filter((line) => CHECK_LINE.test(line) || /Passed: \d+|^[✓✗] [\w-]+: \d+ passed/.test(line))
     .map((line) => line.trim());
 }
 
@@ -309,7 +248,7 @@ async function runAuthorizationScenarios(server: Started): Promise<Outcome[]> {
     const url = /^\s*(http\S+\/oauth\/authorize\?\S+)\s*$/m.exec(run.output())?.[1];
     if (url === undefined) return;
     run.child.stdout?.off('data', watch);
-    signIn(url, server)
+    submitLoginForm(url, server)
       .then((redirect) => fetch(redirect))
       .catch((error: unknown) => {
         driverError = (error as Error).message;
@@ -325,9 +264,15 @@ async function runAuthorizationScenarios(server: Started): Promise<Outcome[]> {
     return [{ run: 'authorization', status: 'FAIL', note: `login driver: ${driverError}` }];
   }
   const checks = lines.flatMap((line) => {
-    const match = /\[([\w-]+)\] (SUCCESS|FAILURE|WARNING|SKIPPED)/.exec(line);
-    return match ? [{ id: match[1] ?? '', status: match[2] ?? '' }] : [];
+    const match = CHECK_LINE.exec(line);
+    return match && match[2] !== 'INFO' ? [{ id: match[1] ?? '', status: match[2] ?? '' }] : [];
   });
+  // Several scenarios in one run report one summary line each instead of per-check lines.
+  for (const [, mark, id = '', failed] of output.matchAll(
+    /^([✓✗]) ([\w-]+): \d+ passed, (\d+) failed/gm,
+  )) {
+    checks.push({ id, status: mark === '✓' && failed === '0' ? 'SUCCESS' : 'FAILURE' });
+  }
   const outcomes: Outcome[] = checks.map(({ id, status }) => ({
     run: `authorization ${id}`,
     status: status === 'FAILURE' ? 'FAIL' : status === 'SKIPPED' ? 'SKIPPED' : 'PASS',

@@ -12,6 +12,8 @@ export {
   publicJwks,
   signToken,
 } from './keys.js';
+export type { LoginCredentials, TokenSet } from './login-client.js';
+export { loginFormFields, obtainTokenWithLoginForm, submitLoginForm } from './login-client.js';
 export type {
   AccessTokenRequest,
   IssueAccessTokenHook,

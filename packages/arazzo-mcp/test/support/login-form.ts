@@ -1,3 +1,4 @@
+import { type LoginCredentials as Credentials, submitLoginForm } from '@mcp-identity/oauth';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type {
   OAuthClientInformationMixed,
@@ -6,53 +7,6 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 
 export const REDIRECT_URI = 'http://127.0.0.1:8976/callback';
-
-export interface Credentials {
-  email: string;
-  password: string;
-}
-
-const ENTITIES: Record<string, string> = {
-  '&lt;': '<',
-  '&gt;': '>',
-  '&quot;': '"',
-  '&#39;': "'",
-  '&amp;': '&',
-};
-
-/** The hidden inputs of the authorization server's login form, as a browser submits them. */
-export function hiddenInputs(html: string): Record<string, string> {
-  const decode = (value: string) =>
-    value.replace(/&(?:lt|gt|quot|#39|amp);/g, (e) => ENTITIES[e] ?? e);
-  const fields: Record<string, string> = {};
-  for (const [, name = '', value = ''] of html.matchAll(
-    /<input type="hidden" name="([^"]*)" value="([^"]*)">/g,
-  )) {
-    fields[decode(name)] = decode(value);
-  }
-  return fields;
-}
-
-/**
- * Plays the user at an authorization URL: loads the login form, submits the credentials and
- * returns the redirect it answers with (the code and state are in its query).
- */
-export async function signInAt(authorizationUrl: URL, credentials: Credentials): Promise<URL> {
-  const form = await fetch(authorizationUrl);
-  if (form.status !== 200) throw new Error(`the authorize page answered ${form.status}`);
-  // The form posts back to the authorize endpoint itself.
-  const action = new URL(authorizationUrl.pathname, authorizationUrl);
-  const response = await fetch(action, {
-    method: 'POST',
-    body: new URLSearchParams({ ...hiddenInputs(await form.text()), ...credentials }),
-    redirect: 'manual',
-  });
-  const location = response.headers.get('location');
-  if (response.status !== 303 || location === null) {
-    throw new Error(`the login answered ${response.status} instead of a redirect`);
-  }
-  return new URL(location);
-}
 
 /** An SDK OAuth client provider whose "browser" fills the login form over HTTP. */
 export class FormFillingProvider implements OAuthClientProvider {
@@ -110,7 +64,7 @@ export class FormFillingProvider implements OAuthClientProvider {
 
   async redirectToAuthorization(url: URL): Promise<void> {
     this.authorizationUrls.push(url);
-    const redirect = await signInAt(url, this.credentials);
+    const redirect = await submitLoginForm(url.href, this.credentials);
     if (redirect.searchParams.get('state') !== this.#state) throw new Error('state mismatch');
     this.code = redirect.searchParams.get('code') ?? undefined;
   }
