@@ -1,0 +1,193 @@
+import { createRunner, loadArazzo } from '@mcp-identity/arazzo';
+import { areaALoginAndCall } from './stack/area-a-flow.js';
+import {
+  callToolThroughGateway,
+  clientCredentialsToken,
+  type GatewayCallOutcome,
+  resultText,
+} from './stack/clients.js';
+import type { StackLayout } from './stack/layout.js';
+import { SCIM_ARAZZO_FILE } from './stack/locations.js';
+import type { StackSecrets } from './stack/secrets.js';
+
+export interface DemoRow {
+  caller: string;
+  tool: string;
+  expected: string;
+  actual: string;
+  ok: boolean;
+}
+
+const VIEW_AND_LIST = ['internal_user_mgt_view', 'internal_user_mgt_list'];
+
+function describeOutcome(outcome: GatewayCallOutcome): string {
+  if (outcome.kind === 'result') return 'allowed';
+  const scope = /scope="([^"]*)"/.exec(outcome.challenge ?? '')?.[1];
+  return scope === undefined ? `${outcome.status}` : `${outcome.status}, missing ${scope}`;
+}
+
+/**
+ * The spec's decision table (§5.2 "Resulting decisions") and its neighbours,
+ * run against a live stack: each row states what the spec expects and what
+ * happened. Ids come from the sample data, looked up through the gateway.
+ */
+export async function runDemo(layout: StackLayout, secrets: StackSecrets): Promise<DemoRow[]> {
+  const gatewayCall = async (scopes: string[], tool: string, args: Record<string, unknown>) => {
+    const { accessToken } = await clientCredentialsToken(layout, secrets.clientApp, scopes);
+    return callToolThroughGateway(layout, accessToken, tool, args);
+  };
+  const structured = (outcome: GatewayCallOutcome) =>
+    (outcome.kind === 'result' ? outcome.result.structuredContent : undefined) as
+      | Record<string, { id: string; displayName?: string }[] | null>
+      | undefined;
+
+  const alice = structured(
+    await gatewayCall(VIEW_AND_LIST, 'search_users', { filter: 'userName eq alice', count: 1 }),
+  );
+  const groups = structured(
+    await gatewayCall(['internal_group_mgt_view'], 'list_groups', { startIndex: 1, count: 50 }),
+  );
+  const roles = structured(
+    await gatewayCall(['internal_role_mgt_view'], 'list_roles', { startIndex: 1, count: 50 }),
+  );
+  const aliceId = alice?.users?.[0]?.id;
+  const groupId = groups?.groups?.find((g) => g.displayName === 'engineering')?.id;
+  const roleId = roles?.roles?.find((r) => r.displayName === 'helpdesk')?.id;
+  if (!aliceId || !groupId || !roleId) {
+    throw new Error(
+      'the sample user alice, group engineering or role helpdesk is missing: was the stack bootstrapped?',
+    );
+  }
+
+  const rows: DemoRow[] = [];
+  const row = (caller: string, tool: string, expected: string, actual: string) =>
+    rows.push({ caller, tool, expected, actual, ok: actual === expected });
+
+  row(
+    'view + list scopes',
+    'search_users',
+    'allowed',
+    describeOutcome(
+      await gatewayCall(VIEW_AND_LIST, 'search_users', { filter: 'userName sw a', count: 5 }),
+    ),
+  );
+  row(
+    'view + list scopes',
+    'delete_user',
+    '403, missing internal_user_mgt_delete',
+    describeOutcome(await gatewayCall(VIEW_AND_LIST, 'delete_user', { userId: aliceId })),
+  );
+  row(
+    'internal_group_mgt_update only',
+    'add_user_to_group',
+    '403, missing internal_user_mgt_view',
+    describeOutcome(
+      await gatewayCall(['internal_group_mgt_update'], 'add_user_to_group', {
+        userId: aliceId,
+        groupId,
+      }),
+    ),
+  );
+  row(
+    'internal_role_mgt_users_update only',
+    'assign_role_to_user',
+    'allowed',
+    describeOutcome(
+      await gatewayCall(['internal_role_mgt_users_update'], 'assign_role_to_user', {
+        roleId,
+        userId: aliceId,
+      }),
+    ),
+  );
+
+  const backendToken = await clientCredentialsToken(layout, secrets.backendApp, VIEW_AND_LIST);
+  row(
+    'backend application token',
+    'search_users',
+    '401',
+    describeOutcome(
+      await callToolThroughGateway(layout, backendToken.accessToken, 'search_users', {
+        filter: 'userName sw a',
+        count: 1,
+      }),
+    ),
+  );
+
+  row(
+    'read-only backend at the IdP',
+    'create_user',
+    'errorStatus 403: Operation is not permitted…',
+    await readOnlyCreateUser(layout, secrets),
+  );
+
+  const areaA = await areaALoginAndCall(layout.areaA.url, secrets.areaAccount, 'search_users', {
+    filter: 'userName eq alice',
+    count: 1,
+  });
+  const areaAText = resultText(areaA.result);
+  row(
+    'Area A login → token (mcp:tools)',
+    'search_users',
+    'Workflow Success, alice found',
+    areaAText.startsWith('Workflow Success') && areaAText.includes("'userName': 'alice'")
+      ? 'Workflow Success, alice found'
+      : areaAText.slice(0, 120),
+  );
+  return rows;
+}
+
+/**
+ * Spec §5.2: "A read-only token is refused by the identity provider when it
+ * creates a user (403 SCIM error)". The tool runs here with the read-only
+ * backend's credentials, as the MCP server would, against the local IdP.
+ */
+async function readOnlyCreateUser(layout: StackLayout, secrets: StackSecrets): Promise<string> {
+  const loaded = await loadArazzo(SCIM_ARAZZO_FILE, {
+    sourceServers: { scim2: `${layout.idp.url}/scim2`, agents: `${layout.idp.url}/scim2` },
+  });
+  const runner = createRunner(loaded, {
+    env: {
+      SCIM_OAUTH2_CLIENT_ID: secrets.readOnlyApp.clientId,
+      SCIM_OAUTH2_CLIENT_SECRET: secrets.readOnlyApp.clientSecret,
+      // The embedded IdP's certificate is self-signed and local (spec §5.2 rule 4).
+      ARAZZO_DISABLE_TLS_VERIFY: '1',
+    },
+  });
+  try {
+    const result = await runner.run('createUser', {
+      userName: 'demo-should-not-exist',
+      password: 'Demo-Passw0rd!',
+      givenName: 'Demo',
+      familyName: 'User',
+      email: 'demo@example.com',
+    });
+    if (result.kind === 'error') return `Workflow Error: ${result.message}`;
+    const { error, errorStatus } = result.outputs as { error?: unknown; errorStatus?: unknown };
+    return String(errorStatus) === '403' && String(error).startsWith('Operation is not permitted')
+      ? 'errorStatus 403: Operation is not permitted…'
+      : `errorStatus ${String(errorStatus)}: ${String(error)}`;
+  } finally {
+    await runner.close();
+  }
+}
+
+export function renderDemo(rows: DemoRow[]): string {
+  const headers = ['', 'caller', 'tool', 'expected', 'actual'];
+  const cells = rows.map((r) => [r.ok ? '✓' : '✗', r.caller, r.tool, r.expected, r.actual]);
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  const failed = rows.filter((r) => !r.ok).length;
+  return [
+    line(headers),
+    line(widths.map((w) => '─'.repeat(w))),
+    ...cells.map(line),
+    '',
+    failed === 0
+      ? `All ${rows.length} rows as expected.`
+      : `${failed} of ${rows.length} rows differ from the spec.`,
+  ].join('\n');
+}

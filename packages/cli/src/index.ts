@@ -1,0 +1,6 @@
+export { type Io, runCommand, scopesForTool, USAGE } from './commands.js';
+export { createProgress, type Progress } from './progress.js';
+export { callToolThroughGateway, clientCredentialsToken, resultText } from './stack/clients.js';
+export { DEFAULT_PORTS, type StackLayout, type StackPorts, stackLayout } from './stack/layout.js';
+export { type RunningStack, type StackOptions, startStack } from './stack/start.js';
+export { type RunningService, type ServiceSpec, Supervisor } from './supervisor.js';

@@ -1,0 +1,123 @@
+import { readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { hashSecret } from '@mcp-identity/common';
+import { stringify as stringifyToml } from 'smol-toml';
+import { fetch } from 'undici';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { KEY_MANAGER_NAME, PROXY_CONTEXT, PROXY_NAME, type StackLayout } from './layout.js';
+import { SCIM_GATEWAY_RULES_FILE } from './locations.js';
+import type { StackSecrets } from './secrets.js';
+
+/**
+ * The gateway's TOML configuration: its listeners on loopback, the admin user,
+ * and the embedded identity provider as key manager (spec §2.10). The IdP's
+ * self-signed certificate is trusted by path rather than skipping verification.
+ */
+export async function writeGatewayConfig(
+  layout: StackLayout,
+  secrets: StackSecrets,
+): Promise<void> {
+  const config = {
+    data_dir: layout.gateway.dataDir,
+    listeners: {
+      host: '127.0.0.1',
+      management_host: '127.0.0.1',
+      https_port: layout.ports.gatewayHttps,
+      http_port: layout.ports.gatewayHttp,
+      management_port: layout.ports.gatewayManagement,
+    },
+    management: {
+      users: [
+        {
+          username: secrets.gatewayAdmin.username,
+          password_hash: await hashSecret(secrets.gatewayAdmin.password),
+          roles: ['admin'],
+        },
+      ],
+    },
+    policy_configurations: {
+      mcpauth_v1: { gatewayurl: layout.gateway.publicUrl },
+      jwtauth_v1: {
+        keymanagers: [
+          {
+            name: KEY_MANAGER_NAME,
+            issuer: layout.idp.issuer,
+            jwks: {
+              remote: {
+                uri: layout.idp.jwksUrl,
+                skipTlsVerify: false,
+                certificatePath: layout.idp.certFile,
+              },
+            },
+          },
+        ],
+      },
+    },
+  };
+  await mkdir(dirname(layout.gateway.configFile), { recursive: true, mode: 0o700 });
+  const header = '# Written by `mcp-identity up` on every start; edit the stack, not this file.\n';
+  await writeFile(layout.gateway.configFile, header + stringifyToml(config), { mode: 0o600 });
+}
+
+/** The proxy of spec §2.8: mcp-auth for the client application, one mcp-authz rule per tool. */
+export function scimProxyDefinition(
+  layout: StackLayout,
+  secrets: StackSecrets,
+): Record<string, unknown> {
+  const rules = parseYaml(readFileSync(SCIM_GATEWAY_RULES_FILE, 'utf8')) as { tools: unknown[] };
+  return {
+    apiVersion: 'gateway.api-platform.vendor/v1',
+    kind: 'Mcp',
+    metadata: { name: PROXY_NAME },
+    spec: {
+      displayName: 'SCIM identity tools',
+      version: 'v1.0',
+      context: PROXY_CONTEXT,
+      specVersions: ['2025-06-18', '2025-11-25'],
+      upstream: { url: layout.mcp.mcpUrl },
+      tools: [],
+      resources: [],
+      prompts: [],
+      policies: [
+        {
+          name: 'mcp-auth',
+          version: 'v1',
+          params: {
+            issuers: [KEY_MANAGER_NAME],
+            audiences: [secrets.clientApp.clientId],
+            forwardToken: false,
+          },
+        },
+        { name: 'mcp-authz', version: 'v1', params: { tools: rules.tools } },
+      ],
+    },
+  };
+}
+
+/**
+ * Deploys the proxy through the management API, as an operator would: created
+ * on the first start, replaced on later ones so its rules follow the stack.
+ */
+export async function deployScimProxy(
+  layout: StackLayout,
+  secrets: StackSecrets,
+): Promise<'created' | 'updated'> {
+  const base = `${layout.gateway.managementUrl}/api/management/v1/mcp-proxies`;
+  const { username, password } = secrets.gatewayAdmin;
+  const headers = {
+    authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
+    'content-type': 'application/yaml',
+  };
+  const body = stringifyYaml(scimProxyDefinition(layout, secrets));
+  const existing = await fetch(`${base}/${PROXY_NAME}`, { headers });
+  await existing.body?.cancel();
+  const [method, url, expected] =
+    existing.status === 200 ? ['PUT', `${base}/${PROXY_NAME}`, 200] : ['POST', base, 201];
+  const response = await fetch(url, { method, headers, body });
+  if (response.status !== expected) {
+    throw new Error(`${method} ${url} answered ${response.status}: ${await response.text()}`);
+  }
+  await response.body?.cancel();
+  return method === 'POST' ? 'created' : 'updated';
+}

@@ -1,0 +1,94 @@
+import { join } from 'node:path';
+
+export interface StackPorts {
+  idp: number;
+  mcp: number;
+  gatewayHttps: number;
+  gatewayHttp: number;
+  gatewayManagement: number;
+  areaA: number;
+}
+
+/** design.md §2: the embedded stack's default addresses. */
+export const DEFAULT_PORTS: StackPorts = {
+  idp: 9443,
+  mcp: 5000,
+  gatewayHttps: 8443,
+  gatewayHttp: 8080,
+  gatewayManagement: 9090,
+  areaA: 7000,
+};
+
+export const PROXY_NAME = 'scim-v1.0';
+export const PROXY_CONTEXT = '/scim';
+export const KEY_MANAGER_NAME = 'embedded-idp';
+
+/** Every address and file of one stack, derived from its data directory and ports. */
+export interface StackLayout {
+  dataDir: string;
+  ports: StackPorts;
+  idp: {
+    url: string;
+    issuer: string;
+    jwksUrl: string;
+    tokenUrl: string;
+    healthUrl: string;
+    dataDir: string;
+    certFile: string;
+    bootstrapFile: string;
+  };
+  mcp: { url: string; mcpUrl: string; healthUrl: string };
+  gateway: {
+    publicUrl: string;
+    plainUrl: string;
+    managementUrl: string;
+    mcpUrl: string;
+    prmUrl: string;
+    healthUrl: string;
+    dataDir: string;
+    configFile: string;
+  };
+  areaA: { url: string; mcpUrl: string; healthUrl: string; dataDir: string };
+  logDir: string;
+}
+
+export function stackLayout(dataDir: string, ports: StackPorts): StackLayout {
+  const idpUrl = `https://localhost:${ports.idp}`;
+  const gatewayUrl = `https://localhost:${ports.gatewayHttps}`;
+  const mcpUrl = `http://127.0.0.1:${ports.mcp}`;
+  const areaAUrl = `http://localhost:${ports.areaA}`;
+  const idpDir = join(dataDir, 'idp');
+  const gatewayDir = join(dataDir, 'gateway');
+  return {
+    dataDir,
+    ports,
+    idp: {
+      url: idpUrl,
+      issuer: `${idpUrl}/oauth2/token`,
+      tokenUrl: `${idpUrl}/oauth2/token`,
+      jwksUrl: `${idpUrl}/oauth2/jwks`,
+      healthUrl: `${idpUrl}/api/health-check/v1.0/health`,
+      dataDir: idpDir,
+      certFile: join(idpDir, 'tls', 'cert.pem'),
+      bootstrapFile: join(idpDir, 'bootstrap.yaml'),
+    },
+    mcp: { url: mcpUrl, mcpUrl: `${mcpUrl}/mcp`, healthUrl: `${mcpUrl}/health` },
+    gateway: {
+      publicUrl: gatewayUrl,
+      plainUrl: `http://localhost:${ports.gatewayHttp}`,
+      managementUrl: `http://localhost:${ports.gatewayManagement}`,
+      mcpUrl: `${gatewayUrl}${PROXY_CONTEXT}/mcp`,
+      prmUrl: `${gatewayUrl}${PROXY_CONTEXT}/.well-known/oauth-protected-resource`,
+      healthUrl: `http://localhost:${ports.gatewayHttp}/_gateway-health/healthy`,
+      dataDir: gatewayDir,
+      configFile: join(gatewayDir, 'gateway.toml'),
+    },
+    areaA: {
+      url: areaAUrl,
+      mcpUrl: `${areaAUrl}/mcp`,
+      healthUrl: `${areaAUrl}/health`,
+      dataDir: join(dataDir, 'area-a'),
+    },
+    logDir: join(dataDir, 'logs'),
+  };
+}

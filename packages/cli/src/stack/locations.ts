@@ -1,0 +1,21 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+
+/** The compiled entry point of a service package's command (`npm run build` makes it). */
+export function serviceBin(
+  packageName: '@mcp-identity/idp' | '@mcp-identity/gateway' | '@mcp-identity/arazzo-mcp',
+): string {
+  // The bin sits beside the package's compiled entry point.
+  return join(dirname(require.resolve(packageName)), 'bin.js');
+}
+
+/** The SCIM tool pack shipped in the repository's workflows/scim. */
+export const SCIM_ARAZZO_FILE = fileURLToPath(
+  new URL('../../../../workflows/scim/scim.arazzo.yaml', import.meta.url),
+);
+export const SCIM_GATEWAY_RULES_FILE = fileURLToPath(
+  new URL('../../../../workflows/scim/gateway-rules.yaml', import.meta.url),
+);
