@@ -10,6 +10,12 @@ export interface ListenOptions {
   port?: number;
   /** Close gracefully on SIGINT/SIGTERM and exit. Default true. */
   handleSignals?: boolean;
+  /**
+   * How long `close` lets open connections finish before cutting them. Default 5 s. Some
+   * never become idle on their own: long-lived MCP streams, and sockets a browser opened in
+   * advance that never carried a request.
+   */
+  closeGraceMs?: number;
 }
 
 export interface RunningServer {
@@ -33,7 +39,15 @@ export async function startServer(
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
-    closing ??= app.close().then(() => unregister());
+    closing ??= (async () => {
+      const cut = setTimeout(() => app.server.closeAllConnections(), options.closeGraceMs ?? 5000);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(cut);
+        unregister();
+      }
+    })();
     return closing;
   };
   const unregister = onShutdown(close);

@@ -11,6 +11,7 @@ import {
   oauthError,
   registerHealthRoutes,
   scimError,
+  startServer,
 } from '@mcp-identity/common';
 import { startTestServer, useTempDir } from '@mcp-identity/common/testing';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -69,6 +70,23 @@ describe('startServer', () => {
     const body = (await badJson.json()) as { error: string };
     expect(body.error).toBe('bad_request');
     expect(JSON.stringify(body)).not.toMatch(/\bat .*\.(js|ts):\d+/);
+  });
+});
+
+describe('close', () => {
+  it('cuts connections that never finish once the grace period is over', async () => {
+    const app = createApp({ logger });
+    app.get('/stream', (_request, reply) => {
+      reply.hijack();
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
+      reply.raw.write('event: open\n\n'); // and never ends, like an idle MCP stream
+    });
+    const server = await startServer(app, { port: 0, handleSignals: false, closeGraceMs: 300 });
+    const response = await fetch(`${server.url}/stream`);
+    const reader = response.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('event: open\n\n');
+    await server.close();
+    await expect(reader.read()).rejects.toThrow();
   });
 });
 

@@ -128,20 +128,18 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     return closing;
   };
   const shutdown = async () => {
-    // Long-lived MCP streams (and some keep-alive TLS sockets) would hold the listeners open:
-    // cut them after a short grace period.
-    const grace = setTimeout(() => {
-      void registry.close();
-      for (const app of [publicApp, plainApp, managementApp]) app.server.closeAllConnections();
-    }, SHUTDOWN_GRACE_MS);
+    // Long-lived MCP streams would hold the listeners open: each server cuts what is left of
+    // them after a short grace period.
     await Promise.all(servers.map((s) => s.close()));
-    clearTimeout(grace);
     await registry.close();
     await verifier.close();
     store.close();
   };
   try {
-    const listen = { handleSignals: options.handleSignals ?? false };
+    const listen = {
+      handleSignals: options.handleSignals ?? false,
+      closeGraceMs: SHUTDOWN_GRACE_MS,
+    };
     const publicServer = await startServer(publicApp, {
       ...listen,
       host: config.host,

@@ -75,6 +75,7 @@ export type IdpAdmin = {
 
 const DEFAULT_ACCESS_TTL = 3600;
 const DEFAULT_REFRESH_TTL = 86_400;
+// Browsers keep sockets they opened in advance; they never go idle, so close cuts them.
 const CLOSE_GRACE_MS = 2000;
 
 type Core = IdpAdmin & { db: Db; tokens: TokenService; grants: GrantStore; locations: Locations };
@@ -186,6 +187,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 9443,
       handleSignals: options.handleSignals ?? false,
+      closeGraceMs: CLOSE_GRACE_MS,
     });
     publicUrl = (options.publicUrl ?? server.url).replace(/\/+$/, '');
     issuer = options.issuer ?? `${publicUrl}/oauth2/token`;
@@ -199,17 +201,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       port: server.port,
       bootstrap,
       admin: { apps: core.apps, keys: core.keys, service: core.service },
-      close: async () => {
-        const closing = server.close();
-        // Browsers keep pre-opened keep-alive sockets that never carry a request and so never
-        // become "idle" to Node; after a grace period in-flight work is over and they go.
-        const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
-        try {
-          await closing;
-        } finally {
-          clearTimeout(force);
-        }
-      },
+      close: () => server.close(),
     };
   } catch (error) {
     if (core.db.open) core.db.close();
