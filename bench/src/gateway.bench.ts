@@ -17,10 +17,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createLogger, hashSecret } from '@mcp-identity/common';
 import { startGateway } from '@mcp-identity/gateway';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import Fastify from 'fastify';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { mountBenchMcp } from './mcp-route.js';
 
 interface AutocannonResult {
   requests: { average: number };
@@ -46,23 +45,7 @@ const AUDIENCE = 'bench-client';
 /** A stateless MCP server (official SDK, JSON responses) with one cheap tool. */
 async function startUpstream() {
   const app = Fastify({ logger: false });
-  app.post('/mcp', async (request, reply) => {
-    const server = new McpServer({ name: 'bench-upstream', version: '1.0.0' });
-    server.registerTool('search_users', { description: 'Search users' }, async () => ({
-      content: [{ type: 'text', text: 'found 0' }],
-    }));
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    reply.hijack();
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, request.body);
-  });
+  mountBenchMcp(app, { name: 'search_users', text: 'found 0' });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, url: `${url}/mcp` };
 }

@@ -17,10 +17,9 @@ import {
   MemoryOAuthStore,
   oauthServer,
 } from '@mcp-identity/oauth';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import Fastify from 'fastify';
 import { Pool } from 'undici';
+import { mountBenchMcp } from './mcp-route.js';
 
 const CALLS = Number(process.env.OAUTH_BENCH_CALLS ?? 2000);
 const CONCURRENCY = 8;
@@ -39,23 +38,7 @@ async function startServer(auth: boolean) {
     issueAccessToken: createAccessTokenIssuer(key),
     login: async () => ({ ok: false, reason: 'invalid_credentials' }),
   });
-  app.post('/mcp', async (request, reply) => {
-    const server = new McpServer({ name: 'bench', version: '1.0.0' });
-    server.registerTool('ping', { description: 'Answers pong.' }, async () => ({
-      content: [{ type: 'text', text: 'pong' }],
-    }));
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    reply.hijack();
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, request.body);
-  });
+  mountBenchMcp(app, { name: 'ping', text: 'pong' });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, url, pool: new Pool(url, { connections: CONCURRENCY }) };
 }
