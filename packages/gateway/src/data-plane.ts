@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import { type JsonRpcId, jsonRpcError, type Logger } from '@mcp-identity/common';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { admit } from './admission.js';
 import type { VerifiedToken } from './auth/verifier.js';
@@ -247,8 +247,9 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
   app.route({
     method: ['GET', 'POST', 'DELETE', 'OPTIONS'],
     url: '/*',
-    // The audit line is the access log of MCP traffic; Fastify's per-request lines would repeat it.
-    logLevel: 'warn',
+    // The audit line is the access log of MCP traffic; Fastify's per-request lines would repeat
+    // it. A route level replaces the configured one, so never make the route chattier.
+    logLevel: quieterLevel(app.log.level, 'warn'),
     handler: async (request, reply) => {
       const path = (request.url.split('?')[0] ?? '').replace(/\/+$/, '');
       if (path.startsWith(`${PRM_SUFFIX}/`) && path.endsWith('/mcp') && request.method === 'GET') {
@@ -267,4 +268,11 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
       return reply.code(404).send({ error: 'Not Found', message: 'No MCP proxy at this path' });
     },
   });
+}
+
+const LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+function quieterLevel(current: string, floor: LogLevel): LogLevel {
+  const index = LEVELS.indexOf(current as LogLevel);
+  return index > LEVELS.indexOf(floor) ? (LEVELS[index] ?? floor) : floor;
 }
