@@ -1,16 +1,19 @@
 /**
  * Gateway overhead: `tools/call` through the gateway (mcp-auth + mcp-authz, RS256 token) versus
  * straight to the same upstream MCP server, measured with autocannon in one run. Prints both
- * throughputs, their ratio, and the latency the gateway adds at p50 and p99.
+ * throughputs, their ratio, and the latency the gateway adds at p50 and p99. With Debian's nginx
+ * installed, nginx as a plain reverse proxy to the same upstream is measured too, as a reference.
  *
- *   npm run build && npx tsx bench/src/gateway.bench.ts
- *   GATEWAY_BENCH_SECONDS=20 GATEWAY_BENCH_CONNECTIONS=16 npx tsx bench/src/gateway.bench.ts
+ *   npm run bench:gateway
+ *   GATEWAY_BENCH_SECONDS=20 GATEWAY_BENCH_CONNECTIONS=16 npm run bench:gateway
  */
 
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -117,6 +120,80 @@ if (process.argv.includes('--upstream')) {
   await main();
 }
 
+/**
+ * nginx as a plain reverse proxy to the same upstream, when Debian's nginx is installed: the
+ * reference for what any proxy hop costs, without authentication.
+ */
+async function startNginx(upstreamUrl: string): Promise<{ url: string; stop(): void } | undefined> {
+  const binary = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((candidate) => existsSync(candidate));
+  if (binary === undefined) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-bench-nginx-'));
+  const port = await freePort();
+  const upstream = new URL(upstreamUrl);
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  upstream mcp { server ${upstream.host}; keepalive 32; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://mcp${upstream.pathname};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+  );
+  // nginx writes to its own error.log; inheriting our stdio would keep pipes open after we exit.
+  const child = spawn(binary, ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: 'ignore' });
+  try {
+    await waitForPort(port);
+  } catch (error) {
+    child.kill('SIGKILL');
+    const log = readFileSync(join(dir, 'error.log'), 'utf8');
+    throw new Error(`nginx did not start: ${(error as Error).message}\n${log}`);
+  }
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    stop: () => {
+      child.kill('SIGQUIT');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  return port;
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const socket = connect(port, '127.0.0.1');
+    const connected = await new Promise<boolean>((resolve) => {
+      socket.once('connect', () => resolve(true));
+      socket.once('error', () => resolve(false));
+    });
+    socket.destroy();
+    if (connected) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port}`);
+}
+
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
   const upstream = await spawnUpstream();
@@ -179,18 +256,27 @@ async function main() {
     await run(gatewayUrl, auth);
     const direct = await run(upstream.url, {});
     const through = await run(gatewayUrl, auth);
+    const nginx = await startNginx(upstream.url);
+    const viaNginx = nginx ? await run(nginx.url, {}).finally(() => nginx.stop()) : undefined;
 
     const row = (name: string, r: typeof direct) =>
       `${name.padEnd(22)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms`;
     console.log(`tools/call, ${CONNECTIONS} connections, ${SECONDS} s each, plain HTTP`);
     console.log(row('direct to upstream', direct));
     console.log(row('gateway (auth+authz)', through));
+    if (viaNginx) console.log(row('nginx (plain proxy)', viaNginx));
+    else console.log('nginx (plain proxy)    skipped: install Debian nginx for this reference row');
     console.log(
       `throughput ratio (gateway / direct): ${((through.rps / direct.rps) * 100).toFixed(1)}%`,
     );
     console.log(
       `added latency: p50 ${through.p50 - direct.p50} ms, p99 ${through.p99 - direct.p99} ms`,
     );
+    if (viaNginx) {
+      console.log(
+        `nginx / direct: ${((viaNginx.rps / direct.rps) * 100).toFixed(1)}%, gateway / nginx: ${((through.rps / viaNginx.rps) * 100).toFixed(1)}%`,
+      );
+    }
   } finally {
     await gateway.close();
     upstream.stop();

@@ -59,6 +59,9 @@ export class Supervisor {
       const code = early.signal.aborted ? await service.exited : undefined;
       const why =
         code === undefined ? (error as Error).message : `the process exited with code ${code}`;
+      // A service that never became healthy is not left running behind the caller's back.
+      this.running.splice(this.running.indexOf(service), 1);
+      await service.stop();
       throw new Error(`${spec.name} did not start: ${why}\n${tailOf(spec.logFile)}`);
     }
     return service;

@@ -63,6 +63,5 @@ describe('Supervisor', () => {
     await expect(supervisor.start(spec)).rejects.toThrow(
       `toy did not start: ${unhealthy.url}/health not healthy after 1 s (HTTP 404)`,
     );
-    await supervisor.stopAll();
   });
 });
