@@ -9,7 +9,7 @@ import { createProgress } from './progress.js';
 import { callToolThroughGateway, clientCredentialsToken, resultText } from './stack/clients.js';
 import { DEFAULT_PORTS, stackLayout } from './stack/layout.js';
 import { SCIM_GATEWAY_RULES_FILE, serviceBin } from './stack/locations.js';
-import { loadOrCreateStackSecrets } from './stack/secrets.js';
+import { readStackSecrets, type StackSecrets } from './stack/secrets.js';
 import { startStack } from './stack/start.js';
 import { renderSummary } from './stack/summary.js';
 
@@ -156,9 +156,9 @@ function clientLayout(v: {
     gatewayHttps: v.gatewayHttpsPort,
     areaA: v.areaAPort,
   });
-  const { created, ...secrets } = loadOrCreateStackSecrets(dataDir);
-  if (created) throw new Error(`No stack in ${dataDir}: run "mcp-identity up" first.`);
-  return { layout, secrets };
+  const secrets = readStackSecrets(dataDir);
+  if (!secrets) throw new Error(`No stack in ${dataDir}: run "mcp-identity up" first.`);
+  return { layout, secrets: secrets as StackSecrets };
 }
 
 async function token(argv: string[], io: Io): Promise<number> {

@@ -39,4 +39,9 @@ export {
 } from './secrets.js';
 export { type ListenOptions, type RunningServer, startServer } from './server.js';
 export { installSignalHandlers, onShutdown, type SignalOptions } from './shutdown.js';
-export { ensureSelfSignedCertificate, loadTlsFiles, type TlsMaterial } from './tls.js';
+export {
+  ensureSelfSignedCertificate,
+  loadTlsFiles,
+  selfSignedCertificateFiles,
+  type TlsMaterial,
+} from './tls.js';

@@ -1,6 +1,6 @@
 import { KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { randomToken } from './secrets.js';
 
@@ -27,6 +27,12 @@ export async function loadTlsFiles(certPath: string, keyPath: string): Promise<T
   return { cert, key, certPath, keyPath, created: false };
 }
 
+/** Where `ensureSelfSignedCertificate(dir)` keeps its pair, for clients that must trust it. */
+export function selfSignedCertificateFiles(dir: string): { certPath: string; keyPath: string } {
+  const tlsDir = join(dir, 'tls');
+  return { certPath: join(tlsDir, CERT_FILE), keyPath: join(tlsDir, KEY_FILE) };
+}
+
 /**
  * Returns the self-signed certificate kept in `<dir>/tls/`, generating it the
  * first time (or when it is about to expire). SANs: localhost, 127.0.0.1, ::1.
@@ -34,9 +40,8 @@ export async function loadTlsFiles(certPath: string, keyPath: string): Promise<T
  * starting together never see, or produce, a half-written pair.
  */
 export async function ensureSelfSignedCertificate(dir: string): Promise<TlsMaterial> {
-  const tlsDir = join(dir, 'tls');
-  const certPath = join(tlsDir, CERT_FILE);
-  const keyPath = join(tlsDir, KEY_FILE);
+  const { certPath, keyPath } = selfSignedCertificateFiles(dir);
+  const tlsDir = dirname(certPath);
   const existing = await loadTlsFiles(certPath, keyPath).catch(() => undefined);
   if (existing && !expiresSoon(existing.cert)) return existing;
 

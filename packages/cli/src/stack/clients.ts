@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -69,7 +68,7 @@ export async function callToolThroughGateway(
   tool: string,
   args: Record<string, unknown>,
 ): Promise<GatewayCallOutcome> {
-  const dispatcher = trustingAgent(join(layout.gateway.dataDir, 'tls', 'cert.pem'));
+  const dispatcher = trustingAgent(layout.gateway.certFile);
   let refusal: GatewayCallOutcome | undefined;
   const transport = new StreamableHTTPClientTransport(new URL(layout.gateway.mcpUrl), {
     requestInit: { headers: { authorization: `Bearer ${accessToken}` } },

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { selfSignedCertificateFiles } from '@mcp-identity/common';
 
 export interface StackPorts {
   idp: number;
@@ -37,16 +38,17 @@ export interface StackLayout {
     certFile: string;
     bootstrapFile: string;
   };
-  mcp: { url: string; mcpUrl: string; healthUrl: string };
+  mcp: { mcpUrl: string; healthUrl: string };
   gateway: {
     publicUrl: string;
-    plainUrl: string;
     managementUrl: string;
     mcpUrl: string;
     prmUrl: string;
     healthUrl: string;
     dataDir: string;
     configFile: string;
+    /** The gateway's self-signed certificate, which clients of its HTTPS listener trust. */
+    certFile: string;
   };
   areaA: { url: string; mcpUrl: string; healthUrl: string; dataDir: string };
   logDir: string;
@@ -69,19 +71,19 @@ export function stackLayout(dataDir: string, ports: StackPorts): StackLayout {
       jwksUrl: `${idpUrl}/oauth2/jwks`,
       healthUrl: `${idpUrl}/api/health-check/v1.0/health`,
       dataDir: idpDir,
-      certFile: join(idpDir, 'tls', 'cert.pem'),
+      certFile: selfSignedCertificateFiles(idpDir).certPath,
       bootstrapFile: join(idpDir, 'bootstrap.yaml'),
     },
-    mcp: { url: mcpUrl, mcpUrl: `${mcpUrl}/mcp`, healthUrl: `${mcpUrl}/health` },
+    mcp: { mcpUrl: `${mcpUrl}/mcp`, healthUrl: `${mcpUrl}/health` },
     gateway: {
       publicUrl: gatewayUrl,
-      plainUrl: `http://localhost:${ports.gatewayHttp}`,
       managementUrl: `http://localhost:${ports.gatewayManagement}`,
       mcpUrl: `${gatewayUrl}${PROXY_CONTEXT}/mcp`,
       prmUrl: `${gatewayUrl}${PROXY_CONTEXT}/.well-known/oauth-protected-resource`,
       healthUrl: `http://localhost:${ports.gatewayHttp}/_gateway-health/healthy`,
       dataDir: gatewayDir,
       configFile: join(gatewayDir, 'gateway.toml'),
+      certFile: selfSignedCertificateFiles(gatewayDir).certPath,
     },
     areaA: {
       url: areaAUrl,

@@ -26,6 +26,17 @@ function generate(): StackSecrets {
   };
 }
 
+/** The stack's credentials as stored, or undefined when no stack has started in `dataDir`. */
+export function readStackSecrets(dataDir: string): Partial<StackSecrets> | undefined {
+  const path = join(dataDir, FILE);
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Partial<StackSecrets>;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`Cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
 /**
  * Reads the stack's credentials from the data directory, creating them on the
  * first start; entries a newer version added are generated once and saved. The
@@ -33,14 +44,7 @@ function generate(): StackSecrets {
  */
 export function loadOrCreateStackSecrets(dataDir: string): StackSecrets & { created: boolean } {
   const path = join(dataDir, FILE);
-  let stored: Partial<StackSecrets> | undefined;
-  try {
-    stored = JSON.parse(readFileSync(path, 'utf8')) as Partial<StackSecrets>;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new Error(`Cannot read ${path}: ${(error as Error).message}`);
-    }
-  }
+  const stored = readStackSecrets(dataDir);
   const secrets: StackSecrets = { ...generate(), ...stored };
   const complete = stored !== undefined && Object.keys(secrets).every((key) => key in stored);
   if (!complete) {

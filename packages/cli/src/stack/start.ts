@@ -1,6 +1,6 @@
-import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AccountError, AccountStore } from '@mcp-identity/arazzo-mcp';
 import { ensureSelfSignedCertificate } from '@mcp-identity/common';
 import { stringify as stringifyYaml } from 'yaml';
 import type { Progress } from '../progress.js';
@@ -180,32 +180,19 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
 
 /**
  * Makes sure Area A has the stack's account with the stack's password: set the
- * password if the account exists, otherwise add it. The password travels on
- * stdin, never on a command line where other users could read it.
+ * password if the account exists, otherwise add it.
  */
 async function ensureAreaAccount(
   dataDir: string,
   account: { email: string; password: string },
 ): Promise<void> {
-  const run = (action: 'passwd' | 'add') =>
-    new Promise<{ code: number; stderr: string }>((resolve) => {
-      const child = execFile(
-        process.execPath,
-        [
-          serviceBin('@mcp-identity/arazzo-mcp'),
-          'accounts',
-          action,
-          '--email',
-          account.email,
-          '--password-stdin',
-          '--data-dir',
-          dataDir,
-        ],
-        (error, _stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stderr }),
-      );
-      child.stdin?.end(`${account.password}\n`);
-    });
-  if ((await run('passwd')).code === 0) return;
-  const added = await run('add');
-  if (added.code !== 0) throw new Error(`cannot create the Area A account: ${added.stderr.trim()}`);
+  const store = AccountStore.open(dataDir);
+  try {
+    await store.setPassword(account.email, account.password);
+  } catch (error) {
+    if (!(error instanceof AccountError && error.code === 'not_found')) throw error;
+    await store.add(account.email, account.password);
+  } finally {
+    store.close();
+  }
 }

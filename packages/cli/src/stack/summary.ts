@@ -33,7 +33,7 @@ export function renderSummary(stack: RunningStack): string {
     `  npx mcp-identity call search_users --args '{"filter":"userName sw a","count":5}' ${dataFlag}`,
     `  npx mcp-identity demo ${dataFlag}`,
     '',
-    `Self-signed certificates: ${layout.idp.certFile} (IdP) and ${layout.gateway.dataDir}/tls/cert.pem (gateway).`,
+    `Self-signed certificates: ${layout.idp.certFile} (IdP) and ${layout.gateway.certFile} (gateway).`,
     `Logs: ${layout.logDir}/`,
     '',
   ];

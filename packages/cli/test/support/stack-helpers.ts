@@ -1,5 +1,4 @@
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { type Agent, fetch } from 'undici';
 import { trustingAgent } from '../../src/stack/clients.js';
@@ -36,7 +35,7 @@ export async function freeStackPorts(): Promise<StackPorts> {
 
 /** An undici agent trusting the gateway's self-signed certificate. */
 function gatewayAgent(layout: StackLayout): Agent {
-  return trustingAgent(join(layout.gateway.dataDir, 'tls', 'cert.pem'));
+  return trustingAgent(layout.gateway.certFile);
 }
 
 /** A writable stream that keeps what was written, for a command's stdout and stderr. */
