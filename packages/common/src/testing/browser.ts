@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
+import { describeRequiring } from './requires.js';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -47,25 +48,10 @@ export async function launchChromium(): Promise<{
  * machine missing the browser can never pass silently.
  */
 export function describeBrowser(name: string, body: (browser: () => BrowserContext) => void): void {
-  if (!chromiumAvailable()) {
-    const message = `Chromium not found at ${CHROMIUM_PATH} (install Debian's chromium, or set CHROMIUM_PATH)`;
-    if (process.env.CI) {
-      describe(name, () => {
-        it('needs Chromium', () => {
-          throw new Error(`${message}; CI requires browser tests to run`);
-        });
-      });
-    } else {
-      console.warn(`Skipping browser tests "${name}": ${message}`);
-      describe.skip(name, () =>
-        body(() => {
-          throw new Error('unreachable');
-        }),
-      );
-    }
-    return;
-  }
-  describe(name, () => {
+  const missing = chromiumAvailable()
+    ? undefined
+    : `Chromium not found at ${CHROMIUM_PATH} (install Debian's chromium, or set CHROMIUM_PATH)`;
+  describeRequiring(name, missing, () => {
     let launched: Awaited<ReturnType<typeof launchChromium>> | undefined;
     beforeAll(async () => {
       launched = await launchChromium();

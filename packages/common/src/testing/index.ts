@@ -1,3 +1,19 @@
 export { CHROMIUM_PATH, chromiumAvailable, describeBrowser, launchChromium } from './browser.js';
+export { findExecutable, postgresBinDir } from './executables.js';
+export {
+  type LoadBalancerOptions,
+  nginxMissing,
+  startLoadBalancer,
+  type TestLoadBalancer,
+} from './nginx.js';
+export { postgresMissing, startPostgres, type TestPostgres } from './postgres.js';
+export { redisMissing, startRedis, type TestRedis } from './redis.js';
+export { describeRequiring } from './requires.js';
 export { startTestServer } from './servers.js';
+export {
+  freePort,
+  type ServiceProcess,
+  type ServiceProcessOptions,
+  startServiceProcess,
+} from './service-process.js';
 export { useTempDir } from './temp.js';
