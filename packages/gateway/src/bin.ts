@@ -4,7 +4,8 @@ import { hashSecret, runMain } from '@mcp-identity/common';
 import { startGateway } from './gateway.js';
 
 const USAGE = `Usage:
-  gateway serve --config <file.toml> [--data-dir <dir>]
+  gateway serve --config <file.toml> [--data-dir <dir>] [--database-url <postgres://...>]
+                                  (or GATEWAY_DATABASE_URL)
   gateway hash-password            (reads a password from stdin, prints its hash for the config)
 `;
 
@@ -33,12 +34,18 @@ runMain(async () => {
   }
   const { values } = parseArgs({
     args: rest,
-    options: { config: { type: 'string', short: 'c' }, 'data-dir': { type: 'string' } },
+    options: {
+      config: { type: 'string', short: 'c' },
+      'data-dir': { type: 'string' },
+      'database-url': { type: 'string' },
+    },
     strict: true,
   });
   const options: Parameters<typeof startGateway>[0] = { handleSignals: true };
   if (values.config) options.configFile = values.config;
   if (values['data-dir']) options.dataDir = values['data-dir'];
+  const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
+  if (databaseUrl) options.databaseUrl = databaseUrl;
   await startGateway(options);
   return undefined;
 });

@@ -55,12 +55,15 @@ export interface GatewayConfig {
   jwt: JwtSettings;
   managementUsers: ManagementUser[];
   limits: { maxRequestBodyBytes: number; idleTimeoutMs: number };
+  /** PostgreSQL shared by every instance; without `url`, SQLite in the data directory. */
+  database: { url?: string; reconcileIntervalMs: number };
   logLevel: string;
 }
 
 const duration = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string' }] };
 const port = { type: 'integer', minimum: 0, maximum: 65535 };
 const str = { type: 'string', minLength: 1 };
+const DATABASE_URL = { type: 'string', pattern: '^postgres(ql)?://' };
 
 /** Schema of the lower-cased TOML document. Unknown top-level sections are rejected. */
 const CONFIG_SCHEMA = {
@@ -93,6 +96,11 @@ const CONFIG_SCHEMA = {
         max_request_body_bytes: { type: 'integer', minimum: 1 },
         idle_timeout: duration,
       },
+    },
+    database: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { url: DATABASE_URL, reconcile_interval: duration },
     },
     management: {
       type: 'object',
@@ -217,7 +225,10 @@ function durationMs(value: unknown, fallback: number): number {
 }
 
 function checkDurations(doc: Doc, problems: Problem[]): void {
-  const entries: Array<[string, unknown]> = [['limits.idle_timeout', doc.limits?.idle_timeout]];
+  const entries: Array<[string, unknown]> = [
+    ['limits.idle_timeout', doc.limits?.idle_timeout],
+    ['database.reconcile_interval', doc.database?.reconcile_interval],
+  ];
   const jwt = (doc.policy_configurations?.jwtauth_v1 ?? {}) as Record<string, unknown>;
   for (const key of [
     'leeway',
@@ -243,13 +254,23 @@ function checkDurations(doc: Doc, problems: Problem[]): void {
  */
 export function resolveConfig(
   raw: unknown,
-  options: { baseDir?: string; dataDir?: string; source?: string } = {},
+  options: { baseDir?: string; dataDir?: string; databaseUrl?: string; source?: string } = {},
 ): GatewayConfig {
   const source = options.source ?? 'configuration';
   const problems: Problem[] = [];
+  if (options.databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(options.databaseUrl)) {
+    fail(
+      [{ key: 'database.url', message: 'must be a postgres:// or postgresql:// URL' }],
+      '--database-url or GATEWAY_DATABASE_URL',
+    );
+  }
   const doc = lowerCaseKeys(raw ?? {}, '', problems) as Doc;
   if (!validateConfig(doc)) problems.push(...(validateConfig.errors ?? []).map(describe));
   checkDurations(doc, problems);
+  const reconcile = doc.database?.reconcile_interval;
+  if (reconcile !== undefined && (parseDurationMs(reconcile) ?? 100) < 100) {
+    problems.push({ key: 'database.reconcile_interval', message: 'must be at least 100ms' });
+  }
   const jwt = (doc.policy_configurations?.jwtauth_v1 ?? {}) as Record<string, unknown>;
   const rawManagers = (Array.isArray(jwt.keymanagers) ? jwt.keymanagers : []) as Array<
     Record<string, unknown>
@@ -300,6 +321,8 @@ export function resolveConfig(
   }));
   const dataDir = options.dataDir ?? (doc.data_dir as string | undefined) ?? '.data/gateway';
   const gatewayUrl = doc.policy_configurations?.mcpauth_v1 as { gatewayurl?: string } | undefined;
+  const database = (doc.database ?? {}) as Record<string, unknown>;
+  const databaseUrl = options.databaseUrl ?? (database.url as string | undefined);
 
   const config: GatewayConfig = {
     host: (listeners.host as string | undefined) ?? '0.0.0.0',
@@ -326,15 +349,20 @@ export function resolveConfig(
       maxRequestBodyBytes: (limits.max_request_body_bytes as number | undefined) ?? 1024 * 1024,
       idleTimeoutMs: durationMs(limits.idle_timeout, 300_000),
     },
+    database: { reconcileIntervalMs: durationMs(database.reconcile_interval, 5_000) },
     logLevel: (doc.log_level as string | undefined) ?? process.env.LOG_LEVEL ?? 'info',
   };
+  if (databaseUrl) config.database.url = databaseUrl;
   if (tls) config.tls = { certPath: resolvePath(tls.cert), keyPath: resolvePath(tls.key) };
   if (gatewayUrl?.gatewayurl) config.gatewayUrl = gatewayUrl.gatewayurl.replace(/\/+$/, '');
   return config;
 }
 
 /** Reads and resolves a TOML configuration file. */
-export function loadConfigFile(file: string, options: { dataDir?: string } = {}): GatewayConfig {
+export function loadConfigFile(
+  file: string,
+  options: { dataDir?: string; databaseUrl?: string } = {},
+): GatewayConfig {
   const source = `file ${file}`;
   let text = '';
   try {

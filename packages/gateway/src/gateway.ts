@@ -12,12 +12,11 @@ import {
 } from '@mcp-identity/common';
 import { TokenVerifier } from './auth/verifier.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
+import { type ControlPlane, createControlPlane } from './control-plane.js';
 import { registerDataPlane } from './data-plane.js';
-import { registerManagementApi } from './management/api.js';
-import { BasicAuthenticator, resolveManagementUsers } from './management/users.js';
 import { GatewayMetrics } from './metrics.js';
+import { type ProxyEntry, ProxyMirror } from './proxy-sync.js';
 import { ProxyRegistry } from './registry.js';
-import { ProxyStore } from './store.js';
 
 export interface GatewayOptions {
   /** A resolved configuration (see `resolveConfig`); wins over `configFile` and `settings`. */
@@ -28,6 +27,13 @@ export interface GatewayOptions {
   settings?: Record<string, unknown>;
   /** Overrides the configured data directory. */
   dataDir?: string;
+  /** Overrides `database.url`: PostgreSQL shared by every gateway instance. */
+  databaseUrl?: string;
+  /**
+   * Serve the data plane only, routing the proxies this feed delivers (a `--workers` worker,
+   * whose primary owns the store and the management API). Resolves once the first list is in.
+   */
+  proxyFeed?: (replaceAll: (proxies: ProxyEntry[]) => void) => Promise<void>;
   logger?: Logger;
   /** Clock for token and JWKS expiry (milliseconds since the epoch). */
   now?: () => number;
@@ -42,7 +48,7 @@ export interface RunningGateway {
   publicUrl: string;
   /** Plain HTTP listener serving proxies and `/_gateway-health/*`. */
   plainUrl: string;
-  /** Management API and `/metrics`. */
+  /** Management API and `/metrics` (empty when serving the data plane only). */
   managementUrl: string;
   /** Public address used in protected resource metadata. */
   gatewayUrl: string;
@@ -60,7 +66,10 @@ function printAdmin(username: string, password: string): void {
 
 /** Starts the gateway's three listeners and loads the deployed proxies from the data directory. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
-  const overrides = options.dataDir ? { dataDir: options.dataDir } : {};
+  const overrides = {
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+  };
   const config =
     options.config ??
     (options.configFile
@@ -73,15 +82,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const tls = config.tls
     ? await loadTlsFiles(config.tls.certPath, config.tls.keyPath)
     : await ensureSelfSignedCertificate(config.dataDir);
-  const users = await resolveManagementUsers(
-    config.managementUsers,
-    config.dataDir,
-    options.onGeneratedAdmin ?? printAdmin,
-  );
-
   const verifier = new TokenVerifier(config.keyManagers, config.jwt, now, logger);
   const metrics = new GatewayMetrics();
-  const store = new ProxyStore(config.dataDir);
   let gatewayUrl = config.gatewayUrl ?? '';
   const registry = new ProxyRegistry({
     keyManagers: config.keyManagers,
@@ -110,18 +112,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     liveBody: { status: 'healthy' },
   });
   registerDataPlane(plainApp, dataPlane);
-  const managementApp = createApp({ logger, bodyLimit: 1024 * 1024 });
-  registerManagementApi(managementApp, {
-    store,
-    registry,
-    authenticator: new BasicAuthenticator(users, now),
-    metrics,
-    keyManagers: config.keyManagers.map((km) => km.name),
-    logger,
-    now,
-  });
 
   const servers: RunningServer[] = [];
+  let control: ControlPlane | undefined;
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= shutdown();
@@ -133,9 +126,19 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     await Promise.all(servers.map((s) => s.close()));
     await registry.close();
     await verifier.close();
-    store.close();
+    await control?.close();
   };
   try {
+    if (!options.proxyFeed) {
+      control = await createControlPlane({
+        config,
+        logger,
+        now,
+        target: registry,
+        metrics,
+        onGeneratedAdmin: options.onGeneratedAdmin ?? printAdmin,
+      });
+    }
     const listen = {
       handleSignals: options.handleSignals ?? false,
       closeGraceMs: SHUTDOWN_GRACE_MS,
@@ -149,15 +152,21 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     servers.push(
       await startServer(plainApp, { ...listen, host: config.host, port: config.ports.http }),
     );
-    servers.push(
-      await startServer(managementApp, {
-        ...listen,
-        host: config.managementHost,
-        port: config.ports.management,
-      }),
-    );
+    if (control) {
+      servers.push(
+        await startServer(control.app, {
+          ...listen,
+          host: config.managementHost,
+          port: config.ports.management,
+        }),
+      );
+    }
     if (!gatewayUrl) gatewayUrl = `https://localhost:${publicServer.port}`;
-    for (const proxy of store.list()) registry.apply(proxy.id, proxy.definition);
+    if (control) await control.start();
+    else {
+      const mirror = new ProxyMirror(registry, logger);
+      await options.proxyFeed?.((proxies) => mirror.replaceAll(proxies));
+    }
   } catch (error) {
     await close();
     throw error;
@@ -168,16 +177,16 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const [publicServer, plainServer, managementServer] = servers as [
     RunningServer,
     RunningServer,
-    RunningServer,
+    RunningServer | undefined,
   ];
   logger.info(
-    { public: publicServer.url, plain: plainServer.url, management: managementServer.url },
+    { public: publicServer.url, plain: plainServer.url, management: managementServer?.url },
     'gateway started',
   );
   return {
     publicUrl: publicServer.url,
     plainUrl: plainServer.url,
-    managementUrl: managementServer.url,
+    managementUrl: managementServer?.url ?? '',
     gatewayUrl,
     config,
     close,

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { ManagementUser } from './config.js';
 import type { McpProxyDefinition } from './definition.js';
 
 export interface StoredProxy {
@@ -10,6 +11,44 @@ export interface StoredProxy {
   deployedAt: string | null;
 }
 
+/** Where proxy definitions persist: SQLite by default, PostgreSQL with `database.url`. */
+export interface ProxyStore {
+  list(): Promise<StoredProxy[]>;
+  get(id: string): Promise<StoredProxy | undefined>;
+  insert(proxy: StoredProxy): Promise<void>;
+  update(proxy: StoredProxy): Promise<void>;
+  delete(id: string): Promise<boolean>;
+  /**
+   * Calls `listener` whenever another gateway instance may have changed the definitions. Stores
+   * that only this process writes have nothing to report.
+   */
+  watch?(listener: () => void): void;
+  close(): Promise<void>;
+}
+
+/** Management users kept by the store (when none are configured in the TOML file). */
+export interface ManagementUserStore {
+  list(): Promise<ManagementUser[]>;
+  /** Stores `user` only if there is no user yet; true when this call stored it. */
+  addFirst(user: ManagementUser): Promise<boolean>;
+}
+
+/** The configuration database cannot be reached: the management API answers 503. */
+export class StoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super('the configuration database is unavailable', { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** A write collided with a proxy another instance stored at the same time. */
+export class ProxyConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProxyConflictError';
+  }
+}
+
 interface Row {
   id: string;
   definition: string;
@@ -18,7 +57,7 @@ interface Row {
   deployed_at: string | null;
 }
 
-const fromRow = (row: Row): StoredProxy => ({
+export const proxyFromRow = (row: Row): StoredProxy => ({
   id: row.id,
   definition: JSON.parse(row.definition) as McpProxyDefinition,
   createdAt: row.created_at,
@@ -26,8 +65,11 @@ const fromRow = (row: Row): StoredProxy => ({
   deployedAt: row.deployed_at,
 });
 
-/** Proxy definitions in SQLite (WAL), so deployments survive a restart. */
-export class ProxyStore {
+/**
+ * Proxy definitions in SQLite (WAL), so deployments survive a restart. One process writes it:
+ * the gateway, or the primary of `--workers`.
+ */
+export class SqliteProxyStore implements ProxyStore {
   private readonly db: Database.Database;
 
   constructor(dataDir: string) {
@@ -42,21 +84,21 @@ export class ProxyStore {
     )`);
   }
 
-  list(): StoredProxy[] {
+  async list(): Promise<StoredProxy[]> {
     const rows = this.db
       .prepare('SELECT * FROM mcp_proxies ORDER BY created_at, id')
       .all() as Row[];
-    return rows.map(fromRow);
+    return rows.map(proxyFromRow);
   }
 
-  get(id: string): StoredProxy | undefined {
+  async get(id: string): Promise<StoredProxy | undefined> {
     const row = this.db.prepare('SELECT * FROM mcp_proxies WHERE id = ?').get(id) as
       | Row
       | undefined;
-    return row ? fromRow(row) : undefined;
+    return row ? proxyFromRow(row) : undefined;
   }
 
-  insert(proxy: StoredProxy): void {
+  async insert(proxy: StoredProxy): Promise<void> {
     this.db
       .prepare(
         'INSERT INTO mcp_proxies (id, definition, created_at, updated_at, deployed_at) VALUES (?, ?, ?, ?, ?)',
@@ -70,7 +112,7 @@ export class ProxyStore {
       );
   }
 
-  update(proxy: StoredProxy): void {
+  async update(proxy: StoredProxy): Promise<void> {
     this.db
       .prepare(
         'UPDATE mcp_proxies SET definition = ?, updated_at = ?, deployed_at = ? WHERE id = ?',
@@ -78,11 +120,11 @@ export class ProxyStore {
       .run(JSON.stringify(proxy.definition), proxy.updatedAt, proxy.deployedAt, proxy.id);
   }
 
-  delete(id: string): boolean {
+  async delete(id: string): Promise<boolean> {
     return this.db.prepare('DELETE FROM mcp_proxies WHERE id = ?').run(id).changes > 0;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.db.close();
   }
 }

@@ -1,5 +1,6 @@
 export { CHROMIUM_PATH, chromiumAvailable, describeBrowser, launchChromium } from './browser.js';
 export { findExecutable, postgresBinDir } from './executables.js';
+export { type FixedUpstream, startFixedUpstream } from './fixed-upstream.js';
 export {
   type LoadBalancerOptions,
   nginxMissing,

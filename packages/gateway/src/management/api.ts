@@ -7,18 +7,24 @@ import {
   type ValidationContext,
   validateDefinition,
 } from '../definition.js';
-import type { GatewayMetrics } from '../metrics.js';
-import type { ProxyRegistry } from '../registry.js';
-import type { ProxyStore, StoredProxy } from '../store.js';
+import type { ProxyTarget } from '../proxy-sync.js';
+import {
+  ProxyConflictError,
+  type ProxyStore,
+  type StoredProxy,
+  StoreUnavailableError,
+} from '../store.js';
 import type { BasicAuthenticator } from './users.js';
 
 const BASE = '/api/management/v1/mcp-proxies';
 
 export interface ManagementOptions {
   store: ProxyStore;
-  registry: ProxyRegistry;
+  /** Routes a stored change at once (other instances follow through the store). */
+  registry: ProxyTarget;
   authenticator: BasicAuthenticator;
-  metrics: GatewayMetrics;
+  /** Prometheus text (a `--workers` primary gathers it from its workers). */
+  metrics: { render(): string | Promise<string> };
   /** Names of the configured key managers, checked against mcp-auth `issuers`. */
   keyManagers: string[];
   logger: Logger;
@@ -49,11 +55,11 @@ function notFound(reply: FastifyReply, id: string) {
 
 /** The other proxy a definition would collide with: same name, displayName+version or context. */
 function conflictOf(
-  store: ProxyStore,
+  proxies: StoredProxy[],
   definition: McpProxyDefinition,
   selfId?: string,
 ): string | undefined {
-  for (const other of store.list()) {
+  for (const other of proxies) {
     if (other.id === selfId) continue;
     const { spec } = other.definition;
     if (other.id === definition.metadata.name) {
@@ -111,7 +117,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
   app.get('/metrics', async (_request, reply) =>
     reply
       .header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
-      .send(options.metrics.render()),
+      .send(await options.metrics.render()),
   );
 
   app.register(async (api) => {
@@ -119,6 +125,13 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
     api.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
     );
+    api.setErrorHandler(async (error, _request, reply) => {
+      if (error instanceof StoreUnavailableError) {
+        return gatewayError(reply.header('retry-after', '5'), 503, error.message);
+      }
+      if (error instanceof ProxyConflictError) return gatewayError(reply, 409, error.message);
+      throw error;
+    });
     api.addHook('onRequest', async (request, reply) => {
       const user = await authenticator.authenticate(request.headers.authorization);
       if (!user) {
@@ -137,7 +150,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       const parsed = readDefinition(request, reply, { keyManagers: options.keyManagers });
       if (!parsed.ok) return reply;
       const { definition } = parsed;
-      const conflict = conflictOf(store, definition);
+      const conflict = conflictOf(await store.list(), definition);
       if (conflict) return gatewayError(reply, 409, conflict);
       const at = timestamp();
       const proxy: StoredProxy = {
@@ -147,7 +160,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
         updatedAt: at,
         deployedAt: stateOf(definition) === 'deployed' ? at : null,
       };
-      store.insert(proxy);
+      await store.insert(proxy);
       registry.apply(proxy.id, definition);
       if (usesDeprecatedSpecVersion(definition)) {
         logger.warn({ proxy: proxy.id }, 'spec.specVersion is deprecated; use spec.specVersions');
@@ -158,7 +171,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
 
     api.get(BASE, async (request) => {
       const query = request.query as Record<string, string | undefined>;
-      const proxies = store.list().filter((p) => {
+      const proxies = (await store.list()).filter((p) => {
         const { spec } = p.definition;
         if (query.displayName !== undefined && spec.displayName !== query.displayName) return false;
         if (query.version !== undefined && spec.version !== query.version) return false;
@@ -171,13 +184,13 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
 
     api.get(`${BASE}/:id`, async (request, reply) => {
       const { id } = request.params as { id: string };
-      const proxy = store.get(id);
+      const proxy = await store.get(id);
       return proxy ? present(proxy) : notFound(reply, id);
     });
 
     api.put(`${BASE}/:id`, async (request, reply) => {
       const { id } = request.params as { id: string };
-      const existing = store.get(id);
+      const existing = await store.get(id);
       if (!existing) return notFound(reply, id);
       const parsed = readDefinition(request, reply, { keyManagers: options.keyManagers });
       if (!parsed.ok) return reply;
@@ -189,7 +202,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
           `metadata.name '${definition.metadata.name}' does not match the handle '${id}'`,
         );
       }
-      const conflict = conflictOf(store, definition, id);
+      const conflict = conflictOf(await store.list(), definition, id);
       if (conflict) return gatewayError(reply, 409, conflict);
       const at = timestamp();
       const deployed = stateOf(definition) === 'deployed';
@@ -199,7 +212,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
         updatedAt: at,
         deployedAt: deployed ? at : null,
       };
-      store.update(proxy);
+      await store.update(proxy);
       registry.apply(id, definition);
       logger.info({ proxy: id, state: stateOf(definition) }, 'MCP proxy updated');
       return present(proxy);
@@ -207,7 +220,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
 
     api.delete(`${BASE}/:id`, async (request, reply) => {
       const { id } = request.params as { id: string };
-      if (!store.delete(id)) return notFound(reply, id);
+      if (!(await store.delete(id))) return notFound(reply, id);
       registry.remove(id);
       logger.info({ proxy: id }, 'MCP proxy deleted');
       return { status: 'success', message: 'MCP proxy configuration deleted successfully', id };

@@ -2,29 +2,48 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { hashSecret, randomToken, sha256Base64Url, verifySecret } from '@mcp-identity/common';
 import type { ManagementUser } from '../config.js';
+import type { ManagementUserStore } from '../store.js';
 
 const ADMIN_FILE = 'management-admin.json';
 
+/** Without a database, the generated admin lives in one file of the data directory (0600). */
+export function adminFileUsers(dataDir: string): ManagementUserStore {
+  const file = path.join(dataDir, ADMIN_FILE);
+  return {
+    list: async () =>
+      existsSync(file) ? [JSON.parse(readFileSync(file, 'utf8')) as ManagementUser] : [],
+    addFirst: async (user) => {
+      try {
+        writeFileSync(file, `${JSON.stringify(user, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+        return true;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        throw error;
+      }
+    },
+  };
+}
+
 /**
- * The management users: those configured, or else one `admin` whose password is generated on
- * first start, stored only as a hash in the data directory and reported once through
- * `announce` (the caller prints it).
+ * The management users: those configured, or else those of the store; when it has none, one
+ * `admin` whose password is generated, stored only as a hash and reported once through
+ * `announce` (the caller prints it). Instances that start together create one admin between them.
  */
 export async function resolveManagementUsers(
   configured: ManagementUser[],
-  dataDir: string,
+  stored: ManagementUserStore,
   announce: (username: string, password: string) => void,
 ): Promise<ManagementUser[]> {
   if (configured.length > 0) return configured;
-  const file = path.join(dataDir, ADMIN_FILE);
-  if (existsSync(file)) return [JSON.parse(readFileSync(file, 'utf8')) as ManagementUser];
+  const existing = await stored.list();
+  if (existing.length > 0) return existing;
   const password = randomToken(18);
   const user: ManagementUser = {
     username: 'admin',
     passwordHash: await hashSecret(password),
     roles: ['admin'],
   };
-  writeFileSync(file, `${JSON.stringify(user, null, 2)}\n`, { mode: 0o600 });
+  if (!(await stored.addFirst(user))) return stored.list();
   announce(user.username, password);
   return [user];
 }
