@@ -1,13 +1,27 @@
 #!/usr/bin/env node
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { hashSecret, runMain } from '@mcp-identity/common';
-import { startGateway } from './gateway.js';
+import { ConfigError, hashSecret, runMain } from '@mcp-identity/common';
+import type { GatewayOptions } from './gateway.js';
+import { serveGateway } from './workers.js';
 
 const USAGE = `Usage:
   gateway serve --config <file.toml> [--data-dir <dir>] [--database-url <postgres://...>]
-                                  (or GATEWAY_DATABASE_URL)
+                [--workers <n>]   (database URL also from GATEWAY_DATABASE_URL; workers default
+                                  to one per core, 1 = a single process)
   gateway hash-password            (reads a password from stdin, prints its hash for the config)
 `;
+
+function workerCount(flag: string | undefined): number {
+  if (flag === undefined) return availableParallelism();
+  const count = Number(flag);
+  if (!Number.isInteger(count) || count < 1 || count > 256) {
+    throw new ConfigError([
+      { key: 'workers', source: 'flag --workers', message: 'must be a whole number from 1 to 256' },
+    ]);
+  }
+  return count;
+}
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -38,14 +52,15 @@ runMain(async () => {
       config: { type: 'string', short: 'c' },
       'data-dir': { type: 'string' },
       'database-url': { type: 'string' },
+      workers: { type: 'string' },
     },
     strict: true,
   });
-  const options: Parameters<typeof startGateway>[0] = { handleSignals: true };
+  const options: GatewayOptions = { handleSignals: true };
   if (values.config) options.configFile = values.config;
   if (values['data-dir']) options.dataDir = values['data-dir'];
   const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
   if (databaseUrl) options.databaseUrl = databaseUrl;
-  await startGateway(options);
+  await serveGateway(options, workerCount(values.workers));
   return undefined;
 });

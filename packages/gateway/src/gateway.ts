@@ -53,28 +53,36 @@ export interface RunningGateway {
   /** Public address used in protected resource metadata. */
   gatewayUrl: string;
   config: GatewayConfig;
+  /** This process's metrics in Prometheus text format. */
+  renderMetrics(): string;
   close(): Promise<void>;
 }
 
 const SHUTDOWN_GRACE_MS = 2_000;
 
-function printAdmin(username: string, password: string): void {
+export function printAdmin(username: string, password: string): void {
   process.stdout.write(
     `\nGateway management API user created: ${username}\nPassword (shown once, stored hashed): ${password}\n\n`,
   );
 }
 
-/** Starts the gateway's three listeners and loads the deployed proxies from the data directory. */
-export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
+/** The configuration `startGateway` uses for these options. */
+export function gatewayConfigOf(options: GatewayOptions): GatewayConfig {
   const overrides = {
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
   };
-  const config =
+  return (
     options.config ??
     (options.configFile
       ? loadConfigFile(options.configFile, overrides)
-      : resolveConfig(options.settings ?? {}, overrides));
+      : resolveConfig(options.settings ?? {}, overrides))
+  );
+}
+
+/** Starts the gateway's three listeners and loads the deployed proxies from the data directory. */
+export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
+  const config = gatewayConfigOf(options);
   const logger = options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
   const now = options.now ?? Date.now;
   mkdirSync(config.dataDir, { recursive: true });
@@ -181,7 +189,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   ];
   logger.info(
     { public: publicServer.url, plain: plainServer.url, management: managementServer?.url },
-    'gateway started',
+    options.proxyFeed ? 'gateway worker started' : 'gateway started',
   );
   return {
     publicUrl: publicServer.url,
@@ -189,6 +197,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     managementUrl: managementServer?.url ?? '',
     gatewayUrl,
     config,
+    renderMetrics: () => metrics.render(),
     close,
   };
 }

@@ -83,12 +83,13 @@ describeRequiring(
       upstream = await startFixedUpstream();
       // Notifications alone must carry changes within a second: the periodic reconcile is
       // pushed far out of the way.
-      for (let i = 0; i < 3; i += 1) {
+      // The third instance runs two workers: a change reaches them through their primary.
+      for (const workers of ['1', '1', '2']) {
         const config = await writeGatewayConfig(tempDir(), {
           database: { reconcile_interval: '10m' },
         });
         gateways.push(
-          await startGatewayProcess(config, [], {
+          await startGatewayProcess(config, ['--workers', workers], {
             GATEWAY_DATABASE_URL: databaseUrl,
           }),
         );

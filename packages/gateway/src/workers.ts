@@ -1,0 +1,235 @@
+import cluster, { type Worker } from 'node:cluster';
+import { mkdirSync } from 'node:fs';
+import {
+  createLogger,
+  ensureSelfSignedCertificate,
+  type Logger,
+  startServer,
+} from '@mcp-identity/common';
+import { createControlPlane } from './control-plane.js';
+import type { McpProxyDefinition } from './definition.js';
+import {
+  type GatewayOptions,
+  gatewayConfigOf,
+  printAdmin,
+  type RunningGateway,
+  startGateway,
+} from './gateway.js';
+import { mergePrometheusText } from './prometheus-merge.js';
+import type { ProxyEntry, ProxyTarget } from './proxy-sync.js';
+
+/**
+ * `gateway serve --workers N`: the primary process owns the store, the management API and
+ * `/metrics`; N workers (node:cluster, sharing the public and plain listeners, connections
+ * handed out round-robin) serve the data plane and health. Workers hold no state of their own:
+ * the primary sends each the full list of proxies at start and after every change, whether it
+ * came through its management API or from another instance through the store.
+ */
+
+type ToWorker =
+  | { type: 'proxies'; proxies: ProxyEntry[] }
+  | { type: 'metrics'; id: number }
+  | { type: 'shutdown' };
+type ToPrimary =
+  | { type: 'sync' }
+  | { type: 'ready'; publicUrl: string; plainUrl: string }
+  | { type: 'metrics'; id: number; text: string };
+
+const METRICS_TIMEOUT_MS = 1_000;
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Runs `serve` with `workers` data-plane processes; 1 is the single process of old. */
+export async function serveGateway(options: GatewayOptions, workers: number): Promise<void> {
+  if (workers <= 1) {
+    await startGateway(options);
+    return;
+  }
+  if (cluster.isWorker) await runWorker(options);
+  else await runPrimary(options, workers);
+}
+
+async function runWorker(options: GatewayOptions): Promise<void> {
+  const send = (message: ToPrimary) => process.send?.(message);
+  let gateway: RunningGateway | undefined;
+  process.on('message', (message: ToWorker) => {
+    if (message.type === 'metrics') {
+      send({ type: 'metrics', id: message.id, text: gateway?.renderMetrics() ?? '' });
+    } else if (message.type === 'shutdown') {
+      void (gateway?.close() ?? Promise.resolve()).then(() => process.exit(0));
+    }
+  });
+  gateway = await startGateway({
+    ...options,
+    proxyFeed: (replaceAll) =>
+      new Promise<void>((resolve) => {
+        process.on('message', (message: ToWorker) => {
+          if (message.type !== 'proxies') return;
+          replaceAll(message.proxies);
+          resolve();
+        });
+        send({ type: 'sync' });
+      }),
+  });
+  send({ type: 'ready', publicUrl: gateway.publicUrl, plainUrl: gateway.plainUrl });
+}
+
+/** The primary's routing target: the list of proxies, sent whole to every worker on a change. */
+class WorkerBroadcast implements ProxyTarget {
+  private readonly proxies = new Map<string, McpProxyDefinition>();
+  private pending = false;
+
+  apply(id: string, definition: McpProxyDefinition): void {
+    this.proxies.set(id, definition);
+    this.schedule();
+  }
+
+  remove(id: string): void {
+    this.proxies.delete(id);
+    this.schedule();
+  }
+
+  /** Changes of one reconcile pass travel as one message. */
+  private schedule(): void {
+    if (this.pending) return;
+    this.pending = true;
+    queueMicrotask(() => {
+      this.pending = false;
+      for (const worker of Object.values(cluster.workers ?? {})) if (worker) this.sendTo(worker);
+    });
+  }
+
+  sendTo(worker: Worker): void {
+    const proxies = [...this.proxies].map(([id, definition]) => ({ id, definition }));
+    if (worker.isConnected()) worker.send({ type: 'proxies', proxies } satisfies ToWorker);
+  }
+}
+
+/** Asks the workers for their metrics and adds them up, with one request count per worker. */
+async function gatherMetrics(workers: Worker[]): Promise<string> {
+  const id = Math.random();
+  const answers = await Promise.all(
+    workers.map(
+      (worker) =>
+        new Promise<{ pid: number; text: string } | undefined>((resolve) => {
+          const timer = setTimeout(() => done(undefined), METRICS_TIMEOUT_MS);
+          const onMessage = (message: ToPrimary) => {
+            if (message.type === 'metrics' && message.id === id) {
+              done({ pid: worker.process.pid ?? 0, text: message.text });
+            }
+          };
+          const done = (answer: { pid: number; text: string } | undefined) => {
+            clearTimeout(timer);
+            worker.off('message', onMessage);
+            resolve(answer);
+          };
+          worker.on('message', onMessage);
+          worker.send({ type: 'metrics', id } satisfies ToWorker);
+        }),
+    ),
+  );
+  const texts = answers.filter((a) => a !== undefined);
+  const perWorker = texts.map(({ pid, text }) => {
+    const requests = text
+      .split('\n')
+      .filter((line) => line.startsWith('mcp_gateway_requests_total{'))
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    return `mcp_gateway_worker_requests_total{pid="${pid}"} ${requests}`;
+  });
+  return `${mergePrometheusText(texts.map((t) => t.text))}# HELP mcp_gateway_worker_requests_total MCP requests handled by each worker process.
+# TYPE mcp_gateway_worker_requests_total counter
+${perWorker.join('\n')}\n`;
+}
+
+async function runPrimary(options: GatewayOptions, count: number): Promise<void> {
+  const config = gatewayConfigOf(options);
+  const logger: Logger =
+    options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
+  mkdirSync(config.dataDir, { recursive: true });
+  // Generated once here, so that the workers read one certificate instead of racing to write it.
+  if (!config.tls) await ensureSelfSignedCertificate(config.dataDir);
+
+  const broadcast = new WorkerBroadcast();
+  const ready = new Map<number, { publicUrl: string; plainUrl: string }>();
+  const servingWorkers = () =>
+    [...ready.keys()]
+      .map((id) => cluster.workers?.[id])
+      .filter((w): w is Worker => w?.isConnected() === true);
+  const control = await createControlPlane({
+    config,
+    logger,
+    now: options.now ?? Date.now,
+    target: broadcast,
+    metrics: { render: () => gatherMetrics(servingWorkers()) },
+    onGeneratedAdmin: options.onGeneratedAdmin ?? printAdmin,
+  });
+  const management = await startServer(control.app, {
+    host: config.managementHost,
+    port: config.ports.management,
+    handleSignals: false,
+  });
+  await control.start();
+
+  let stopping = false;
+  let started = false;
+  let startup!: {
+    resolve(urls: { publicUrl: string; plainUrl: string }): void;
+    reject(error: Error): void;
+  };
+  const allReady = new Promise<{ publicUrl: string; plainUrl: string }>((resolve, reject) => {
+    startup = { resolve, reject };
+  });
+  cluster.on('message', (worker, message: ToPrimary) => {
+    if (message.type === 'sync') broadcast.sendTo(worker);
+    else if (message.type === 'ready') {
+      ready.set(worker.id, message);
+      if (ready.size === count) startup.resolve(message);
+    }
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    ready.delete(worker.id);
+    if (stopping) return;
+    // A worker that cannot start would fail again: only replace workers that were serving.
+    if (!started) {
+      startup.reject(new Error(`a gateway worker exited with ${signal ?? code} while starting`));
+      return;
+    }
+    logger.error({ pid: worker.process.pid, code, signal }, 'gateway worker died; replacing it');
+    cluster.fork();
+  });
+  for (let i = 0; i < count; i += 1) cluster.fork();
+
+  const stop = async (exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down');
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w);
+    const exited = workers.map((w) => new Promise((resolve) => w.once('exit', resolve)));
+    for (const worker of workers) if (worker.isConnected()) worker.send({ type: 'shutdown' });
+    const timer = setTimeout(() => {
+      for (const worker of workers) worker.process.kill('SIGKILL');
+    }, SHUTDOWN_GRACE_MS);
+    await Promise.all([management.close(), ...exited]);
+    clearTimeout(timer);
+    await control.close();
+    process.exit(exitCode);
+  };
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
+
+  try {
+    const urls = await allReady;
+    started = true;
+    logger.info(
+      {
+        public: urls.publicUrl,
+        plain: urls.plainUrl,
+        management: management.url,
+        workers: count,
+      },
+      'gateway started',
+    );
+  } catch (error) {
+    logger.error({ err: (error as Error).message }, 'gateway workers did not start');
+    await stop(1);
+  }
+}
