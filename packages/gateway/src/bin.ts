@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ConfigError, hashSecret, runMain } from '@mcp-identity/common';
+import { ConfigError, createLogger, hashSecret, runMain } from '@mcp-identity/common';
 import type { GatewayOptions } from './gateway.js';
+import { migrateToPostgres } from './migrate.js';
 import { serveGateway } from './workers.js';
 
 const USAGE = `Usage:
@@ -10,6 +11,9 @@ const USAGE = `Usage:
                 [--workers <n>]   (database URL also from GATEWAY_DATABASE_URL; workers default
                                   to one per core, 1 = a single process)
   gateway hash-password            (reads a password from stdin, prints its hash for the config)
+  gateway migrate --data-dir <dir> [--database-url <postgres://...>]
+                                   (copies a SQLite data directory's proxies and generated admin
+                                    into PostgreSQL; safe to run again)
 `;
 
 function workerCount(flag: string | undefined): number {
@@ -21,6 +25,29 @@ function workerCount(flag: string | undefined): number {
     ]);
   }
   return count;
+}
+
+async function migrate(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } },
+    strict: true,
+  });
+  const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
+  if (!values['data-dir'] || !databaseUrl) {
+    process.stderr.write(`${USAGE}migrate needs --data-dir and a database URL\n`);
+    return 2;
+  }
+  const logger = createLogger({ name: 'gateway', level: 'warn' });
+  const report = await migrateToPostgres(values['data-dir'], databaseUrl, logger);
+  process.stdout.write(
+    `copied ${report.copied.length} MCP prox${report.copied.length === 1 ? 'y' : 'ies'}` +
+      `${report.copied.length ? ` (${report.copied.join(', ')})` : ''}; ` +
+      `skipped ${report.skipped.length} already in the database or colliding with one there` +
+      `${report.skipped.length ? ` (${report.skipped.join(', ')})` : ''}; ` +
+      `generated admin: ${{ copied: 'copied', kept: 'not copied, the database has users', none: 'none in the data directory' }[report.admin]}\n`,
+  );
+  return 0;
 }
 
 async function readStdin(): Promise<string> {
@@ -42,6 +69,7 @@ runMain(async () => {
     process.stdout.write(`${await hashSecret(password)}\n`);
     return 0;
   }
+  if (command === 'migrate') return migrate(rest);
   if (command !== 'serve') {
     process.stderr.write(USAGE);
     return command === undefined || command === '--help' || command === 'help' ? 0 : 2;

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createLogger } from '@mcp-identity/common';
 import {
   describeRequiring,
@@ -16,6 +17,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { basic, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
 import {
+  GATEWAY_BIN,
   type GatewayProcess,
   startGatewayProcess,
   waitFor,
@@ -188,6 +190,60 @@ describeRequiring(
         }
       } finally {
         await Promise.all(instances.map((i) => i.close()));
+      }
+    });
+
+    it('gateway migrate copies a SQLite data directory into PostgreSQL, once', async () => {
+      const dataDir = tempDir();
+      const url = postgres.createDatabase('gateway_migrated');
+      const announced: string[][] = [];
+      const start = (database?: { url: string }) =>
+        startGateway({
+          settings: {
+            data_dir: dataDir,
+            listeners: { host: '127.0.0.1', https_port: 0, http_port: 0, management_port: 0 },
+            ...(database ? { database } : {}),
+          },
+          logger: createLogger({ level: 'silent', pretty: false }),
+          onGeneratedAdmin: (user, password) => announced.push([user, password]),
+        });
+      const sqlite = await start();
+      const [user, password] = announced[0] as [string, string];
+      const created = await fetch(`${sqlite.managementUrl}${BASE}`, {
+        method: 'POST',
+        headers: { authorization: basic(user, password), 'content-type': 'application/json' },
+        body: JSON.stringify(proxyDefinition('legacy', '/legacy', upstream.mcpUrl)),
+      });
+      expect(created.status).toBe(201);
+      const before = (await created.json()) as { status: { createdAt: string } };
+      await sqlite.close();
+
+      const migrate = () =>
+        spawnSync(
+          process.execPath,
+          [GATEWAY_BIN, 'migrate', '--data-dir', dataDir, '--database-url', url],
+          { encoding: 'utf8', timeout: 20_000 },
+        );
+      const first = migrate();
+      expect(first.status).toBe(0);
+      expect(first.stdout).toContain('copied 1 MCP proxy (legacy)');
+      expect(first.stdout).toContain('generated admin: copied');
+      const second = migrate();
+      expect(second.status).toBe(0);
+      expect(second.stdout).toContain('copied 0 MCP proxies; skipped 1');
+
+      const onPostgres = await start({ url });
+      try {
+        expect(announced).toHaveLength(1);
+        const listed = await fetch(`${onPostgres.managementUrl}${BASE}/legacy`, {
+          headers: { authorization: basic(user, password) },
+        });
+        expect(listed.status).toBe(200);
+        const after = (await listed.json()) as { status: { createdAt: string } };
+        expect(after.status.createdAt).toBe(before.status.createdAt);
+        expect(await callTool(onPostgres.plainUrl, '/legacy')).toBe(200);
+      } finally {
+        await onPostgres.close();
       }
     });
 
