@@ -6,6 +6,7 @@ import {
   loadOrCreateSigningKey,
   oauthServer,
   publicJwks,
+  SCOPE,
 } from '@mcp-identity/oauth';
 import type { FastifyPluginAsync } from 'fastify';
 import { AccountStore, generatePassword } from './accounts.js';
@@ -88,6 +89,12 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
           ? { ok: true, userId: result.account.id }
           : { ok: false, reason: 'invalid_credentials' };
       },
+      // Every token request re-reads the account: `accounts remove` (from the CLI, another
+      // process) ends the grant at its next refresh, which also revokes its refresh tokens.
+      checkSubject: async ({ userId }) =>
+        accounts.findById(userId) === undefined
+          ? { active: false }
+          : { active: true, scopes: [SCOPE] },
       issueAccessToken: createAccessTokenIssuer(key, {
         ttlSeconds: options.accessTokenTtlSeconds ?? 300,
       }),

@@ -1,37 +1,26 @@
-import { AccountStore, startArazzoMcpHttp } from '@mcp-identity/arazzo-mcp';
-import { createLogger, type RunningServer } from '@mcp-identity/common';
+import { AccountStore } from '@mcp-identity/arazzo-mcp';
+import type { RunningServer } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE_ENV, startFixtureApi, writeFixtures } from './support/fixture-api.js';
+import { startBuiltinServer } from './support/builtin-server.js';
 import { FormFillingProvider } from './support/login-form.js';
 
 const tempDir = useTempDir('arazzo-mcp-builtin-');
-const logger = createLogger({ level: 'silent', pretty: false });
 let server: RunningServer;
 let dataDir: string;
 let admin: { email: string; password: string };
 const announced: Array<{ email: string; password: string }> = [];
 
 beforeAll(async () => {
-  const api = await startFixtureApi();
-  const files = writeFixtures(tempDir(), api.url);
   dataDir = tempDir();
-  server = await startArazzoMcpHttp({
-    arazzo: files.users,
-    sourceServers: { scim: `${api.url}/scim2` },
-    env: FIXTURE_ENV,
-    port: 0,
-    handleSignals: false,
-    logger,
-    builtinAuth: {
-      dataDir,
-      initialAccountEmail: 'Owner@Example.com',
-      onInitialAccount: (account) => announced.push(account),
-    },
+  server = await startBuiltinServer(tempDir(), {
+    dataDir,
+    initialAccountEmail: 'Owner@Example.com',
+    onInitialAccount: (account) => announced.push(account),
   });
   admin = announced[0] ?? { email: '', password: '' };
 });

@@ -81,6 +81,8 @@ export interface OAuthStore {
   getRefreshToken(tokenHash: string, now: number): Promise<RefreshTokenEntry | undefined>;
   /** Marks a live token used and returns its entry; a token already used revokes its family. */
   rotateRefreshToken(tokenHash: string, now: number): Promise<RefreshRotation>;
+  /** Revokes every refresh token of a grant (its subject lost access). */
+  revokeFamily(familyId: string): Promise<void>;
 }
 
 interface StoredRefreshToken extends RefreshTokenEntry {
@@ -188,6 +190,10 @@ export class MemoryOAuthStore implements OAuthStore {
     }
     stored.used = true;
     return { outcome: 'rotated', entry };
+  }
+
+  async revokeFamily(familyId: string): Promise<void> {
+    this.#revokeFamily(familyId);
   }
 
   #forgetRefreshToken(tokenHash: string, familyId: string): void {

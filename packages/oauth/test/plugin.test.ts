@@ -18,6 +18,7 @@ describe('mounting the plugin', () => {
     await app.register(formbody);
     await app.register(oauthServer, {
       issueAccessToken: createAccessTokenIssuer(key),
+      checkSubject: async () => ({ active: true, scopes: ['mcp:tools'] }),
       login: async () => ({ ok: true, userId: ALICE.id }),
     });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
