@@ -6,6 +6,7 @@ import {
   loadOrCreateSigningKey,
   oauthServer,
   publicJwks,
+  RedisOAuthStore,
   SCOPE,
 } from '@mcp-identity/oauth';
 import type { FastifyPluginAsync } from 'fastify';
@@ -34,6 +35,8 @@ export interface BuiltinAuthOptions {
   /** Lifetime of OAuth access tokens (default 300 s) and normal-login tokens (default 3600 s). */
   accessTokenTtlSeconds?: number;
   loginTokenTtlSeconds?: number;
+  /** Redis for the OAuth state (codes, clients, transactions, refresh tokens); else memory. */
+  stateUrl?: string;
 }
 
 /**
@@ -76,11 +79,21 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     accounts.close();
     throw error;
   }
+  const store = options.stateUrl ? new RedisOAuthStore(options.stateUrl) : undefined;
+  try {
+    await store?.ready();
+  } catch (error) {
+    accounts.close();
+    await store?.close();
+    const where = new URL(options.stateUrl as string).host;
+    throw new Error(`cannot reach the OAuth state store (Redis at ${where})`, { cause: error });
+  }
   const issuerOptions = { publicUrl: options.publicUrl, trustProxy: options.trustProxy === true };
   const guard = createMcpGuard({ key: key.publicKey, algorithms: [key.alg], ...issuerOptions });
   const routes: FastifyPluginAsync = async (app) => {
     await app.register(oauthServer, {
       ...issuerOptions,
+      ...(store ? { store } : {}),
       applicationName: 'Arazzo MCP',
       // The application's login operation, remember-me false: it verifies and keeps nothing.
       login: async ({ email, password }) => {
@@ -111,6 +124,9 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     guard,
     routes,
     trustProxy: issuerOptions.trustProxy,
-    close: () => accounts.close(),
+    close: () => {
+      accounts.close();
+      void store?.close();
+    },
   };
 }

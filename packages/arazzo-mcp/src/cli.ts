@@ -115,6 +115,13 @@ const serveFields = defineConfig({
     env: 'ARAZZO_MCP_ADMIN_EMAIL',
     default: DEFAULT_ADMIN_EMAIL,
   },
+  stateUrl: {
+    type: 'string',
+    description:
+      'With --auth builtin: Redis URL (redis:// or rediss://) keeping the OAuth state for every instance (default: process memory)',
+    env: 'ARAZZO_MCP_STATE_URL',
+    schema: { pattern: '^rediss?://' },
+  },
   resultFormat: {
     type: 'string',
     description: 'Tool result text: python (a Python dict repr, as the spec) or json',
@@ -235,6 +242,7 @@ export interface ServeOptions extends DocumentOptions {
   publicUrl?: string;
   trustProxy: boolean;
   adminEmail: string;
+  stateUrl?: string;
 }
 
 /** Parses the command line; throws ConfigError (exit 2) for anything it cannot accept. */
@@ -295,6 +303,9 @@ function checkAuthOptions(options: ServeOptions): void {
   };
   if (options.auth === 'builtin' && options.transport === 'stdio') {
     problem('auth', 'flag --auth or env var ARAZZO_MCP_AUTH', 'builtin needs --transport http');
+  }
+  if (options.stateUrl !== undefined && options.auth !== 'builtin') {
+    problem('stateUrl', 'flag --state-url or env var ARAZZO_MCP_STATE_URL', 'needs --auth builtin');
   }
   if (options.publicUrl !== undefined && !isHttpUrl(options.publicUrl)) {
     problem(
@@ -430,6 +441,7 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
           publicUrl: options.publicUrl,
           trustProxy: options.trustProxy,
           initialAccountEmail: options.adminEmail,
+          stateUrl: options.stateUrl,
           onInitialAccount: (account: { email: string; password: string }) =>
             io.out(describeInitialAccount(account)),
         }

@@ -17,6 +17,16 @@ import { registerTokenRoute } from './routes/token.js';
  */
 function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // A shared state store that cannot be reached (see RedisOAuthStore): retry later.
+    if (error.statusCode === 503) {
+      request.log.warn({ err: error.message }, 'oauth state unavailable');
+      const unavailable = 'The server is temporarily unavailable; try again shortly.';
+      reply.header('retry-after', '2');
+      if (request.url.split('?')[0]?.endsWith('/oauth/authorize')) {
+        return sendHtml(reply, 503, renderErrorPage('Temporarily unavailable', unavailable));
+      }
+      return oauthError(reply, 503, 'temporarily_unavailable', unavailable);
+    }
     const status =
       error.statusCode !== undefined && error.statusCode < 500 ? error.statusCode : 500;
     if (status >= 500) request.log.error({ err: error }, 'oauth endpoint failed');

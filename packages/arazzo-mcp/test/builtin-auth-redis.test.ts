@@ -1,0 +1,109 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { parseCommandLine } from '@mcp-identity/arazzo-mcp';
+import type { RunningServer } from '@mcp-identity/common';
+import { ConfigError } from '@mcp-identity/common';
+import {
+  describeRequiring,
+  redisMissing,
+  startRedis,
+  type TestRedis,
+  useTempDir,
+} from '@mcp-identity/common/testing';
+import { submitLoginForm } from '@mcp-identity/oauth';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBuiltinServer } from './support/builtin-server.js';
+
+const tempDir = useTempDir('arazzo-mcp-redis-');
+const REDIRECT_URI = 'http://127.0.0.1:8976/callback';
+
+describe('--state-url', () => {
+  const serve = (...args: string[]) =>
+    parseCommandLine(['serve', '--arazzo', 'w.arazzo.yaml', ...args], {});
+
+  it('takes a Redis URL for --auth builtin, from the flag or ARAZZO_MCP_STATE_URL', () => {
+    const command = serve('--auth', 'builtin', '--state-url', 'redis://cache:6379/0');
+    expect(command).toMatchObject({ options: { stateUrl: 'redis://cache:6379/0' } });
+    const fromEnv = parseCommandLine(['serve', '--arazzo', 'w.arazzo.yaml', '--auth', 'builtin'], {
+      ARAZZO_MCP_STATE_URL: 'rediss://cache:6380',
+    });
+    expect(fromEnv).toMatchObject({ options: { stateUrl: 'rediss://cache:6380' } });
+  });
+
+  it('refuses another scheme, and a state store without --auth builtin', () => {
+    expect(() => serve('--auth', 'builtin', '--state-url', 'memcached://cache')).toThrow(
+      ConfigError,
+    );
+    expect(() => serve('--state-url', 'redis://cache')).toThrow(/needs --auth builtin/);
+  });
+});
+
+describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), () => {
+  let redis: TestRedis;
+  const servers: RunningServer[] = [];
+  let password = '';
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    // One data directory (accounts and signing key) and one Redis: three instances as one.
+    const dataDir = tempDir();
+    for (let i = 0; i < 3; i += 1) {
+      servers.push(
+        await startBuiltinServer(tempDir(), {
+          dataDir,
+          stateUrl: redis.url,
+          onInitialAccount: (account) => {
+            password = account.password;
+          },
+        }),
+      );
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.close()));
+    await redis?.close();
+  });
+
+  it('registers at one, signs in at another, and gives one 200 to 20 exchanges spread over all', async () => {
+    const [first, second] = servers as [RunningServer, RunningServer, RunningServer];
+    const registration = await fetch(`${first.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
+    });
+    expect(registration.status).toBe(200);
+    const clientId = ((await registration.json()) as { client_id: string }).client_id;
+    const verifier = randomBytes(32).toString('base64url');
+    const query = new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: REDIRECT_URI,
+      response_type: 'code',
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+      state: 'xyz',
+      scope: 'mcp:tools',
+    });
+    const redirect = await submitLoginForm(`${second.url}/oauth/authorize?${query}`, {
+      email: 'admin@localhost',
+      password,
+    });
+    const code = redirect.searchParams.get('code') as string;
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const response = await fetch(`${(servers[i % 3] as RunningServer).url}/oauth/token`, {
+          method: 'POST',
+          body: new URLSearchParams({
+            grant_type: 'authorization_code',
+            code,
+            client_id: clientId,
+            redirect_uri: REDIRECT_URI,
+            code_verifier: verifier,
+          }),
+        });
+        await response.arrayBuffer();
+        return response.status;
+      }),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 400)).toHaveLength(19);
+  });
+});
