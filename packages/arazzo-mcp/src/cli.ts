@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ArazzoValidationError } from '@mcp-identity/arazzo';
 import {
   ConfigError,
@@ -9,6 +10,11 @@ import {
 } from '@mcp-identity/common';
 import { AccountError, AccountStore, generatePassword } from './accounts.js';
 import { DEFAULT_ADMIN_EMAIL, DEFAULT_DATA_DIR, describeInitialAccount } from './builtin-auth.js';
+import {
+  HEADER_NAME_PATTERN,
+  REQUIRED_HEADER_VALUE_ENV,
+  type RequiredHeader,
+} from './required-header.js';
 import { openArazzoMcp, serveArazzoMcpStdio, startArazzoMcpHttp } from './service.js';
 import { ToolShapeError } from './tools.js';
 
@@ -114,6 +120,17 @@ const serveFields = defineConfig({
     description: 'With --auth builtin: e-mail of the account created on first start',
     env: 'ARAZZO_MCP_ADMIN_EMAIL',
     default: DEFAULT_ADMIN_EMAIL,
+  },
+  requireHeader: {
+    type: 'string',
+    description: `Refuse every /mcp request without this header (401); its value comes from --require-header-file or the env var ${REQUIRED_HEADER_VALUE_ENV}`,
+    env: 'ARAZZO_MCP_REQUIRE_HEADER',
+    schema: { pattern: HEADER_NAME_PATTERN.source },
+  },
+  requireHeaderFile: {
+    type: 'string',
+    description: 'With --require-header: a file whose first line (trimmed) is the header value',
+    env: 'ARAZZO_MCP_REQUIRE_HEADER_FILE',
   },
   resultFormat: {
     type: 'string',
@@ -235,6 +252,8 @@ export interface ServeOptions extends DocumentOptions {
   publicUrl?: string;
   trustProxy: boolean;
   adminEmail: string;
+  /** `--require-header` with its value resolved. */
+  requiredHeader?: RequiredHeader;
 }
 
 /** Parses the command line; throws ConfigError (exit 2) for anything it cannot accept. */
@@ -259,6 +278,7 @@ export function parseCommandLine(
       transport: values.transport as ServeOptions['transport'],
       resultFormat: values.resultFormat as ServeOptions['resultFormat'],
       auth: values.auth as ServeOptions['auth'],
+      requiredHeader: resolveRequiredHeader(values, env),
     };
     checkAuthOptions(options);
     return { name, options };
@@ -303,6 +323,61 @@ function checkAuthOptions(options: ServeOptions): void {
       `invalid value ${JSON.stringify(options.publicUrl)}: expected an http(s) URL`,
     );
   }
+}
+
+const REQUIRE_HEADER_SOURCE = 'flag --require-header or env var ARAZZO_MCP_REQUIRE_HEADER';
+const REQUIRE_HEADER_FILE_SOURCE =
+  'flag --require-header-file or env var ARAZZO_MCP_REQUIRE_HEADER_FILE';
+
+/**
+ * The header name with its expected value: the first line of the file (trimmed) when one is
+ * given, else the environment variable. A missing, unreadable or empty source is a
+ * configuration error, so the server never starts open by mistake.
+ */
+function resolveRequiredHeader(
+  values: { requireHeader?: string; requireHeaderFile?: string; transport: string },
+  env: Record<string, string | undefined>,
+): RequiredHeader | undefined {
+  const problem = (key: string, source: string, message: string) =>
+    new ConfigError([{ key, source, message }]);
+  const name = values.requireHeader;
+  if (name === undefined) {
+    if (values.requireHeaderFile === undefined) return undefined;
+    throw problem('requireHeaderFile', REQUIRE_HEADER_FILE_SOURCE, 'needs --require-header');
+  }
+  if (values.transport === 'stdio') {
+    throw problem('requireHeader', REQUIRE_HEADER_SOURCE, 'needs --transport http');
+  }
+  if (values.requireHeaderFile === undefined) {
+    const value = env[REQUIRED_HEADER_VALUE_ENV]?.trim();
+    if (!value) {
+      throw problem(
+        'requireHeader',
+        `env var ${REQUIRED_HEADER_VALUE_ENV}`,
+        'is not set or empty: give the header value there or in --require-header-file',
+      );
+    }
+    return { name, value };
+  }
+  let text: string;
+  try {
+    text = readFileSync(values.requireHeaderFile, 'utf8');
+  } catch (error) {
+    throw problem(
+      'requireHeaderFile',
+      REQUIRE_HEADER_FILE_SOURCE,
+      `cannot read ${values.requireHeaderFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
+  }
+  const value = text.split(/\r?\n/, 1)[0]?.trim();
+  if (!value) {
+    throw problem(
+      'requireHeaderFile',
+      REQUIRE_HEADER_FILE_SOURCE,
+      `the first line of ${values.requireHeaderFile} is empty`,
+    );
+  }
+  return { name, value };
 }
 
 function parseAccountsCommand(

@@ -16,6 +16,7 @@ import type {
 } from 'fastify';
 import type { ToolCatalog } from './catalog.js';
 import { createMcpServer, type ServerInfo } from './mcp-server.js';
+import { type RequiredHeader, requireHeader } from './required-header.js';
 
 export const MCP_PATH = '/mcp';
 export const HEALTH_PATH = '/health';
@@ -31,6 +32,8 @@ export interface ArazzoMcpAppOptions {
   mcpGuard?: preHandlerAsyncHookHandler;
   /** An authorization layer mounted at the root (`setUpBuiltinAuth` builds one). */
   auth?: HttpAuth;
+  /** Refuse every `/mcp` request without this header value (401); health stays open. */
+  requiredHeader?: RequiredHeader;
 }
 
 export interface HttpAuth {
@@ -63,6 +66,7 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
     );
+    if (options.requiredHeader) scope.addHook('onRequest', requireHeader(options.requiredHeader));
     if (options.mcpGuard) scope.addHook('preHandler', options.mcpGuard);
     scope.post(MCP_PATH, (request, reply) => handleMcpPost(options, request, reply));
     scope.route({
