@@ -5,7 +5,6 @@ import {
   type Logger,
   registerHealthRoutes,
 } from '@mcp-identity/common';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type {
   FastifyInstance,
   FastifyPluginAsync,
@@ -15,6 +14,7 @@ import type {
   preHandlerAsyncHookHandler,
 } from 'fastify';
 import type { ToolCatalog } from './catalog.js';
+import { McpExchangeRouter } from './exchange-router.js';
 import { createMcpServer, type ServerInfo } from './mcp-server.js';
 import { type RequiredHeader, requireHeader } from './required-header.js';
 
@@ -49,11 +49,15 @@ export interface HttpAuth {
 const NOT_ALLOWED_METHODS = ['GET', 'DELETE', 'PUT', 'PATCH'] as const;
 
 /**
- * The HTTP app: stateless Streamable HTTP at `/mcp` (a fresh MCP server and transport for
- * every POST, so concurrent calls share nothing) and `GET /health`.
+ * The HTTP app: stateless Streamable HTTP at `/mcp` (one MCP server for the app, a transport
+ * per POST, see McpExchangeRouter) and `GET /health`.
  */
 export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstance {
   const app = createApp({ logger: options.logger, trustProxy: options.auth?.trustProxy });
+  const server = createMcpServer(options.catalog, options.serverInfo);
+  const router = new McpExchangeRouter();
+  app.addHook('onReady', () => server.connect(router));
+  app.addHook('onClose', () => server.close());
   registerHealthRoutes(app, { livePath: HEALTH_PATH });
   if (options.auth) {
     app.addHook('onRequest', options.auth.guard);
@@ -68,7 +72,7 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     );
     if (options.requiredHeader) scope.addHook('onRequest', requireHeader(options.requiredHeader));
     if (options.mcpGuard) scope.addHook('preHandler', options.mcpGuard);
-    scope.post(MCP_PATH, (request, reply) => handleMcpPost(options, request, reply));
+    scope.post(MCP_PATH, (request, reply) => handleMcpPost(router, request, reply));
     scope.route({
       method: [...NOT_ALLOWED_METHODS],
       url: MCP_PATH,
@@ -85,7 +89,7 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
 }
 
 async function handleMcpPost(
-  options: ArazzoMcpAppOptions,
+  router: McpExchangeRouter,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<void> {
@@ -102,18 +106,9 @@ async function handleMcpPost(
     }
   }
   // Any other content type is left to the transport, which answers 415 before reading a body.
-  const server = createMcpServer(options.catalog, options.serverInfo);
-  const transport = new StreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: true,
-  });
-  reply.raw.on('close', () => {
-    server.close().catch((error: unknown) => request.log.warn({ err: error }, 'MCP close failed'));
-  });
   reply.hijack();
   try {
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, parsedBody);
+    await router.handle(request.raw, reply.raw, parsedBody);
   } catch (error) {
     request.log.error({ err: error }, 'MCP request failed');
     if (!reply.raw.headersSent) {

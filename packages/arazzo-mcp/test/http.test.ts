@@ -1,4 +1,4 @@
-import type { WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
+import type { WorkflowResult } from '@mcp-identity/arazzo';
 import {
   createArazzoMcpApp,
   createToolCatalog,
@@ -9,15 +9,9 @@ import { startTestServer } from '@mcp-identity/common/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GET_USER_WORKFLOWS } from './support/get-user-workflow.js';
 
-const workflows: WorkflowSummary[] = [
-  {
-    workflowId: 'getUser',
-    summary: 'Get one user by id',
-    inputs: { type: 'object', properties: { userId: { type: 'string' } } },
-    outputs: ['user'],
-  },
-];
+const workflows = GET_USER_WORKFLOWS;
 
 /** Answers from a table; a run for `wait-for-<id>` finishes only after the run for `<id>`. */
 function tableRunner(): WorkflowRunner {
