@@ -6,6 +6,7 @@ import {
   createLogger,
   defineConfig,
   loadConfig,
+  normalizeOrigin,
   renderConfigHelp,
 } from '@mcp-identity/common';
 import { AccountError, AccountStore, generatePassword } from './accounts.js';
@@ -120,6 +121,13 @@ const serveFields = defineConfig({
     description: 'With --auth builtin: e-mail of the account created on first start',
     env: 'ARAZZO_MCP_ADMIN_EMAIL',
     default: DEFAULT_ADMIN_EMAIL,
+  },
+  allowedOrigin: {
+    type: 'string[]',
+    flag: 'allowed-origin',
+    description:
+      'A browser origin allowed to call /mcp besides loopback ones and the public URL, e.g. https://inspector.example.com (repeatable; the env var takes a comma-separated list); other origins get 403',
+    env: 'ARAZZO_MCP_ALLOWED_ORIGINS',
   },
   requireHeader: {
     type: 'string',
@@ -254,6 +262,7 @@ export interface ServeOptions extends DocumentOptions {
   adminEmail: string;
   /** `--require-header` with its value resolved. */
   requiredHeader?: RequiredHeader;
+  allowedOrigins: string[];
 }
 
 /** Parses the command line; throws ConfigError (exit 2) for anything it cannot accept. */
@@ -279,6 +288,7 @@ export function parseCommandLine(
       resultFormat: values.resultFormat as ServeOptions['resultFormat'],
       auth: values.auth as ServeOptions['auth'],
       requiredHeader: resolveRequiredHeader(values, env),
+      allowedOrigins: parseAllowedOrigins(values.allowedOrigin ?? []),
     };
     checkAuthOptions(options);
     return { name, options };
@@ -400,6 +410,18 @@ function parseAccountsCommand(
   }
   const { values } = loadConfig(accountFields, { argv: [...rest], env });
   return { name: 'accounts', action: action as AccountAction, options: values };
+}
+
+function parseAllowedOrigins(entries: readonly string[]): string[] {
+  const problems = entries
+    .filter((entry) => normalizeOrigin(entry) === undefined)
+    .map((entry) => ({
+      key: 'allowedOrigin',
+      source: 'flag --allowed-origin or env var ARAZZO_MCP_ALLOWED_ORIGINS',
+      message: `invalid value ${JSON.stringify(entry)}: expected an http(s) origin such as https://app.example.com`,
+    }));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return [...entries];
 }
 
 function parseSourceServers(entries: readonly string[]): Record<string, string> {

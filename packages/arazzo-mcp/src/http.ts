@@ -1,5 +1,7 @@
 import {
   createApp,
+  createCorsHook,
+  createOriginPolicy,
   JSON_RPC,
   jsonRpcError,
   type Logger,
@@ -16,6 +18,7 @@ import type {
 import type { ToolCatalog } from './catalog.js';
 import { McpExchangeRouter } from './exchange-router.js';
 import { createMcpServer, type ServerInfo } from './mcp-server.js';
+import { refuseForeignOrigins } from './origin-guard.js';
 import { type RequiredHeader, requireHeader } from './required-header.js';
 
 export const MCP_PATH = '/mcp';
@@ -34,6 +37,13 @@ export interface ArazzoMcpAppOptions {
   auth?: HttpAuth;
   /** Refuse every `/mcp` request without this header value (401); health stays open. */
   requiredHeader?: RequiredHeader;
+  /**
+   * Browser origins allowed on `/mcp` besides loopback ones and `ownOrigins` (anything else
+   * with an `Origin` header gets 403); they also get CORS there.
+   */
+  allowedOrigins?: readonly string[];
+  /** The server's own public origins (from `--public-url`). */
+  ownOrigins?: readonly string[];
 }
 
 export interface HttpAuth {
@@ -58,6 +68,14 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
   const router = new McpExchangeRouter();
   app.addHook('onReady', () => server.connect(router));
   app.addHook('onClose', () => server.close());
+  // Before any authentication, so that browsers can read its answers and foreign pages get
+  // nothing further.
+  const policy = createOriginPolicy({
+    allowedOrigins: options.allowedOrigins,
+    ownOrigins: options.ownOrigins ?? [],
+  });
+  app.addHook('onRequest', createCorsHook({ policy, paths: [MCP_PATH], methods: ['POST'] }));
+  app.addHook('onRequest', refuseForeignOrigins(policy, [MCP_PATH]));
   registerHealthRoutes(app, { livePath: HEALTH_PATH });
   if (options.auth) {
     app.addHook('onRequest', options.auth.guard);

@@ -99,6 +99,8 @@ export interface ArazzoMcpHttpOptions extends ArazzoMcpOptions {
   builtinAuth?: BuiltinAuthOptions;
   /** `--require-header`: every `/mcp` request must carry this header value (401 otherwise). */
   requiredHeader?: RequiredHeader;
+  /** Browser origins allowed on `/mcp` besides loopback and the public URL's (403 otherwise). */
+  allowedOrigins?: readonly string[];
 }
 
 /** Area A's port in the `mcp-identity` stack (the command's own default stays 5000). */
@@ -117,6 +119,8 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
       serverInfo: options.serverInfo,
       auth,
       requiredHeader: options.requiredHeader,
+      allowedOrigins: options.allowedOrigins,
+      ownOrigins: options.builtinAuth?.publicUrl ? [options.builtinAuth.publicUrl] : [],
     });
     // Runs once in-flight requests have finished, whether closed by the caller or a signal.
     app.addHook('onClose', async () => {
