@@ -5,6 +5,7 @@ import type {
   TransportSendOptions,
 } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  ErrorCode,
   isJSONRPCErrorResponse,
   isJSONRPCNotification,
   isJSONRPCRequest,
@@ -13,6 +14,7 @@ import {
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { invalidParamsProblem } from './request-params.js';
 
 /** Where a request the server is working on came from, and the id its client gave it. */
 interface Origin {
@@ -90,6 +92,14 @@ export class McpExchangeRouter implements Transport {
     extra: MessageExtraInfo | undefined,
   ): void {
     if (isJSONRPCRequest(message)) {
+      const problem = invalidParamsProblem(message);
+      if (problem !== undefined) {
+        const error = { code: ErrorCode.InvalidParams, message: problem };
+        exchange
+          .send({ jsonrpc: '2.0', id: message.id, error })
+          .catch((failure: Error) => this.onerror?.(failure));
+        return;
+      }
       this.lastId += 1;
       ids.push(this.lastId);
       this.inFlight.set(this.lastId, { exchange, clientId: message.id });

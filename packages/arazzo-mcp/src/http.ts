@@ -8,6 +8,7 @@ import {
   registerHealthRoutes,
 } from '@mcp-identity/common';
 import type {
+  FastifyError,
   FastifyInstance,
   FastifyPluginAsync,
   FastifyReply,
@@ -55,6 +56,9 @@ export interface HttpAuth {
   trustProxy: boolean;
 }
 
+/** What the MCP SDK's transport answers HTTP-level refusals with (a server-defined code). */
+const TRANSPORT_ERROR = -32000;
+
 /** Streamable HTTP needs only POST when the server keeps no sessions. */
 const NOT_ALLOWED_METHODS = ['GET', 'DELETE', 'PUT', 'PATCH'] as const;
 
@@ -88,6 +92,18 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
     );
+    // Framework refusals on /mcp (a malformed Content-Type, an oversized body) keep the
+    // JSON-RPC shape clients parse there.
+    scope.setErrorHandler((error: FastifyError, request, reply) => {
+      const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
+      if (status >= 500) {
+        request.log.error({ err: error }, 'MCP request failed');
+        return reply
+          .code(status)
+          .send(jsonRpcError(null, JSON_RPC.internalError, 'Internal server error'));
+      }
+      return reply.code(status).send(jsonRpcError(null, TRANSPORT_ERROR, error.message));
+    });
     if (options.requiredHeader) scope.addHook('onRequest', requireHeader(options.requiredHeader));
     if (options.mcpGuard) scope.addHook('preHandler', options.mcpGuard);
     scope.post(MCP_PATH, (request, reply) => handleMcpPost(router, request, reply));
@@ -99,7 +115,11 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
           .code(405)
           .header('allow', 'POST')
           .send(
-            jsonRpcError(null, -32000, 'Method not allowed: this server is stateless, use POST.'),
+            jsonRpcError(
+              null,
+              TRANSPORT_ERROR,
+              'Method not allowed: this server is stateless, use POST.',
+            ),
           ),
     });
   });

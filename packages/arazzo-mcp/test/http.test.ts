@@ -167,6 +167,47 @@ describe('Streamable HTTP transport', () => {
     expect(await response.json()).toMatchObject({ error: { code: -32700 } });
   });
 
+  it('answers params that do not fit the method with -32602 naming the member', async () => {
+    const response = await fetch(`${baseUrl}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: 'get_user', arguments: 'userId=u1' },
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 4,
+      error: {
+        code: -32602,
+        message:
+          'Invalid params for tools/call: params.arguments: expected record, received string',
+      },
+    });
+  });
+
+  it('keeps the JSON-RPC shape when the framework refuses a Content-Type', async () => {
+    const response = await fetch(`${baseUrl}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json, text/plain' },
+      body: '{}',
+    });
+    expect(response.status).toBe(415);
+    expect(await response.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: expect.stringContaining('Unsupported Media Type') },
+    });
+  });
+
   it('reports health', async () => {
     const response = await fetch(`${baseUrl}/health`);
     expect(response.status).toBe(200);

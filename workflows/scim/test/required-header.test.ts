@@ -4,12 +4,11 @@ import { useTempDir } from '@mcp-identity/common/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServedBin, spawnServe } from '../../../packages/arazzo-mcp/test/support/serve-bin.js';
+import type { ServedBin } from '../../../packages/arazzo-mcp/test/support/serve-bin.js';
 import {
-  ARAZZO_FILE,
-  BACKEND,
   type ScimHarness,
   seedUser,
+  spawnPackServer,
   startScimHarness,
 } from './support/harness.js';
 
@@ -22,31 +21,10 @@ let served: ServedBin;
 let url: string;
 
 /** `arazzo-mcp serve --require-header … --require-header-file …`, as the stack starts it. */
-function startGuardedServer(idpUrl: string): Promise<ServedBin> {
+function startGuardedServer(): Promise<ServedBin> {
   const secretFile = join(tempDir(), 'upstream-secret');
   writeFileSync(secretFile, `${SECRET}\n`, { mode: 0o600 });
-  return spawnServe(
-    [
-      '--arazzo',
-      ARAZZO_FILE,
-      '--source-server',
-      `scim2=${idpUrl}/scim2`,
-      '--source-server',
-      `agents=${idpUrl}/scim2`,
-      '--port',
-      '0',
-      '--require-header',
-      HEADER,
-      '--require-header-file',
-      secretFile,
-    ],
-    {
-      SCIM_OAUTH2_CLIENT_ID: BACKEND.clientId,
-      SCIM_OAUTH2_CLIENT_SECRET: BACKEND.clientSecret,
-      AI_OAUTH2_CLIENT_ID: BACKEND.clientId,
-      AI_OAUTH2_CLIENT_SECRET: BACKEND.clientSecret,
-    },
-  );
+  return spawnPackServer(h, ['--require-header', HEADER, '--require-header-file', secretFile]);
 }
 
 function postMcp(message: unknown, headers: Record<string, string> = {}) {
@@ -75,7 +53,7 @@ const deleteUserCall = (userId: string, headers: Record<string, string>) =>
 
 beforeAll(async () => {
   h = await startScimHarness();
-  served = await startGuardedServer(h.idp.url);
+  served = await startGuardedServer();
   url = served.url;
 }, 60_000);
 
