@@ -54,7 +54,7 @@ export interface GatewayConfig {
   keyManagers: KeyManagerConfig[];
   jwt: JwtSettings;
   managementUsers: ManagementUser[];
-  limits: { maxRequestBodyBytes: number; idleTimeoutMs: number };
+  limits: { maxRequestBodyBytes: number; maxInflightRequestBytes: number; idleTimeoutMs: number };
   logLevel: string;
 }
 
@@ -91,6 +91,7 @@ const CONFIG_SCHEMA = {
       additionalProperties: false,
       properties: {
         max_request_body_bytes: { type: 'integer', minimum: 1 },
+        max_inflight_request_bytes: { type: 'integer', minimum: 1 },
         idle_timeout: duration,
       },
     },
@@ -324,6 +325,8 @@ export function resolveConfig(
     managementUsers: users,
     limits: {
       maxRequestBodyBytes: (limits.max_request_body_bytes as number | undefined) ?? 1024 * 1024,
+      maxInflightRequestBytes:
+        (limits.max_inflight_request_bytes as number | undefined) ?? 64 * 1024 * 1024,
       idleTimeoutMs: durationMs(limits.idle_timeout, 300_000),
     },
     logLevel: (doc.log_level as string | undefined) ?? process.env.LOG_LEVEL ?? 'info',

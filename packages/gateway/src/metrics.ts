@@ -46,6 +46,12 @@ interface Histogram {
 export class GatewayMetrics {
   private readonly requests = new Map<string, number>();
   private readonly latency = new Map<string, Histogram>();
+  private readonly uncaught = { exception: 0, rejection: 0 };
+
+  /** An error that escaped every handler and was contained by the process guard. */
+  recordUncaught(kind: 'exception' | 'rejection'): void {
+    this.uncaught[kind] += 1;
+  }
 
   record(proxy: string, method: string, decision: string, seconds: number): void {
     const labels = `proxy="${escapeLabel(proxy)}",method="${escapeLabel(methodLabel(method))}",decision="${decision}"`;
@@ -84,6 +90,12 @@ export class GatewayMetrics {
       lines.push(`mcp_gateway_request_duration_seconds_sum{${labels}} ${h.sum}`);
       lines.push(`mcp_gateway_request_duration_seconds_count{${labels}} ${h.count}`);
     }
+    lines.push(
+      '# HELP mcp_gateway_uncaught_errors_total Errors no handler caught, contained by the process guard.',
+      '# TYPE mcp_gateway_uncaught_errors_total counter',
+      `mcp_gateway_uncaught_errors_total{kind="exception"} ${this.uncaught.exception}`,
+      `mcp_gateway_uncaught_errors_total{kind="rejection"} ${this.uncaught.rejection}`,
+    );
     return `${lines.join('\n')}\n`;
   }
 }

@@ -54,7 +54,11 @@ describe('configuration', () => {
     const config = loadConfigFile(file);
     expect(config.dataDir).toBe(join(dir, 'data'));
     expect(config.ports).toEqual({ https: 9443, http: 9080, management: 9091 });
-    expect(config.limits).toEqual({ maxRequestBodyBytes: 2048, idleTimeoutMs: 120_000 });
+    expect(config.limits).toEqual({
+      maxRequestBodyBytes: 2048,
+      maxInflightRequestBytes: 64 * 1024 * 1024,
+      idleTimeoutMs: 120_000,
+    });
     expect(config.gatewayUrl).toBe('https://gw.example.com');
     expect(config.keyManagers).toEqual([
       {
