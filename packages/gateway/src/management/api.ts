@@ -134,7 +134,10 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
     });
 
     api.post(BASE, async (request, reply) => {
-      const parsed = readDefinition(request, reply, { keyManagers: options.keyManagers });
+      const parsed = readDefinition(request, reply, {
+        keyManagers: options.keyManagers,
+        resolveSecrets: true,
+      });
       if (!parsed.ok) return reply;
       const { definition } = parsed;
       const conflict = conflictOf(store, definition);
@@ -179,7 +182,10 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       const { id } = request.params as { id: string };
       const existing = store.get(id);
       if (!existing) return notFound(reply, id);
-      const parsed = readDefinition(request, reply, { keyManagers: options.keyManagers });
+      const parsed = readDefinition(request, reply, {
+        keyManagers: options.keyManagers,
+        resolveSecrets: true,
+      });
       if (!parsed.ok) return reply;
       const { definition } = parsed;
       if (definition.metadata.name !== id) {

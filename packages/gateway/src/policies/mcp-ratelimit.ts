@@ -1,4 +1,4 @@
-import { jsonRpcError } from '@mcp-identity/common';
+import { FixedWindowThrottle, jsonRpcError } from '@mcp-identity/common';
 import { parseDurationMs } from '../durations.js';
 import type { Exchange, Policy, PolicyFactory, PolicySetup, Refusal } from './policy.js';
 
@@ -52,64 +52,32 @@ const MCP_RATELIMIT_V1 = {
   anyOf: [{ required: ['tools'] }, { required: ['methods'] }],
 };
 
-/** Counters kept at most; beyond it, expired windows are dropped, then the oldest. */
-const MAX_COUNTERS = 100_000;
-
-interface Window {
-  count: number;
-  endsAt: number;
-}
-
-/** One limit of one rule: a fixed window per tool (or method) and caller. */
-class FixedWindows {
-  private readonly windows = new Map<string, Window>();
-  readonly policyHeader: string;
-
-  constructor(
-    readonly limit: number,
-    readonly windowMs: number,
-    private readonly now: () => number,
-  ) {
-    this.policyHeader = `${limit};w=${Math.ceil(windowMs / 1000)}`;
-  }
-
-  /** Counts one call; returns the seconds to wait when the window is already full. */
-  take(key: string): number | undefined {
-    const now = this.now();
-    let window = this.windows.get(key);
-    if (!window || window.endsAt <= now) {
-      if (!window && this.windows.size >= MAX_COUNTERS) this.prune(now);
-      window = { count: 0, endsAt: now + this.windowMs };
-      this.windows.set(key, window);
-    }
-    if (window.count >= this.limit) return Math.max(1, Math.ceil((window.endsAt - now) / 1000));
-    window.count += 1;
-    return undefined;
-  }
-
-  private prune(now: number): void {
-    for (const [key, window] of this.windows) if (window.endsAt <= now) this.windows.delete(key);
-    const excess = this.windows.size - MAX_COUNTERS + 1;
-    if (excess <= 0) return;
-    let dropped = 0;
-    for (const key of this.windows.keys()) {
-      if (dropped++ >= excess) break;
-      this.windows.delete(key);
-    }
-  }
+/** One limit of one rule, counted per tool (or method) and caller. */
+interface Limiter {
+  throttle: FixedWindowThrottle;
+  limit: number;
+  windowMs: number;
+  /** `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): `<limit>;w=<seconds>`. */
+  policyHeader: string;
 }
 
 interface CompiledRule {
   name: string;
-  windows: FixedWindows[];
+  limiters: Limiter[];
 }
 
-function compile(rules: LimitRule[] | undefined, now: () => number): CompiledRule[] {
+function compile(rules: LimitRule[] | undefined, clock: () => number): CompiledRule[] {
   return (rules ?? []).map((rule) => ({
     name: rule.name,
-    windows: rule.limits.map(
-      (l) => new FixedWindows(l.limit, parseDurationMs(l.duration) as number, now),
-    ),
+    limiters: rule.limits.map(({ limit, duration }) => {
+      const windowMs = parseDurationMs(duration) as number;
+      return {
+        throttle: new FixedWindowThrottle({ limit, windowMs, clock }),
+        limit,
+        windowMs,
+        policyHeader: `${limit};w=${Math.ceil(windowMs / 1000)}`,
+      };
+    }),
   }));
 }
 
@@ -130,46 +98,57 @@ class McpRateLimitPolicy implements Policy {
   onRequest(exchange: Exchange): Refusal | undefined {
     const { call } = exchange;
     if (!call || call.method === '') return undefined;
+    // Attempts counted so far, given back if a later limit refuses the call (all or nothing).
+    let taken: Array<[FixedWindowThrottle, string]> | undefined;
     let caller: string | undefined;
-    if (call.method === 'tools/call') {
-      for (const rule of this.tools) {
-        if (rule.name !== call.target && rule.name !== '*') continue;
+    const check = (rules: CompiledRule[], name: string, key: string): Refusal | undefined => {
+      for (const rule of rules) {
+        if (rule.name !== name && rule.name !== '*') continue;
         caller ??= exchange.callerKey();
-        const refusal = this.take(rule, `t|${call.target}|${caller}`, exchange);
-        if (refusal) return refusal;
+        const counted = `${key}|${caller}`;
+        for (const limiter of rule.limiters) {
+          const decision = limiter.throttle.reserve(counted);
+          if (!decision.allowed) {
+            for (const [throttle, k] of taken ?? []) throttle.release(k);
+            return tooManyRequests(exchange, rule, limiter, decision.retryAfterSeconds);
+          }
+          (taken ??= []).push([limiter.throttle, counted]);
+        }
       }
-    }
-    for (const rule of this.methods) {
-      if (rule.name !== call.method && rule.name !== '*') continue;
-      caller ??= exchange.callerKey();
-      const refusal = this.take(rule, `m|${call.method}|${caller}`, exchange);
+      return undefined;
+    };
+    if (call.method === 'tools/call' && this.tools.length > 0) {
+      const refusal = check(this.tools, call.target, `tool|${call.target}`);
       if (refusal) return refusal;
     }
-    return undefined;
+    return this.methods.length > 0
+      ? check(this.methods, call.method, `method|${call.method}`)
+      : undefined;
   }
+}
 
-  private take(rule: CompiledRule, key: string, exchange: Exchange): Refusal | undefined {
-    for (const windows of rule.windows) {
-      const retryAfter = windows.take(key);
-      if (retryAfter === undefined) continue;
-      return {
-        status: 429,
-        headers: {
-          'retry-after': String(retryAfter),
-          'x-ratelimit-limit': String(windows.limit),
-          'x-ratelimit-remaining': '0',
-          'ratelimit-policy': windows.policyHeader,
-        },
-        body: jsonRpcError(exchange.call?.id ?? null, -32000, 'Rate limit exceeded', {
-          retryAfterSeconds: retryAfter,
-        }),
-        decision: 'rate_limited',
-        reason: `mcp-ratelimit: ${rule.name} over ${windows.limit} per ${windows.windowMs} ms`,
-        missingScopes: [],
-      };
-    }
-    return undefined;
-  }
+/** 429 in WSO2's shape: JSON-RPC error -32000, `Retry-After` and the rate-limit headers. */
+function tooManyRequests(
+  exchange: Exchange,
+  rule: CompiledRule,
+  limiter: Limiter,
+  retryAfter: number,
+): Refusal {
+  return {
+    status: 429,
+    headers: {
+      'retry-after': String(retryAfter),
+      'x-ratelimit-limit': String(limiter.limit),
+      'x-ratelimit-remaining': '0',
+      'ratelimit-policy': limiter.policyHeader,
+    },
+    body: jsonRpcError(exchange.call?.id ?? null, -32000, 'Rate limit exceeded', {
+      retryAfterSeconds: retryAfter,
+    }),
+    decision: 'rate_limited',
+    reason: `mcp-ratelimit: ${rule.name} over ${limiter.limit} per ${limiter.windowMs} ms`,
+    missingScopes: [],
+  };
 }
 
 export const mcpRateLimit: PolicyFactory = {
