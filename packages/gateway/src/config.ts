@@ -55,6 +55,8 @@ export interface GatewayConfig {
   jwt: JwtSettings;
   managementUsers: ManagementUser[];
   limits: { maxRequestBodyBytes: number; maxInflightRequestBytes: number; idleTimeoutMs: number };
+  /** Browser origins allowed on `/mcp` besides the gateway's own and loopback ones. */
+  allowedOrigins: string[];
   logLevel: string;
 }
 
@@ -78,6 +80,7 @@ const CONFIG_SCHEMA = {
         https_port: port,
         http_port: port,
         management_port: port,
+        allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/]+$' } },
       },
     },
     tls: {
@@ -323,6 +326,7 @@ export function resolveConfig(
       tokenCacheTtlMs: durationMs(jwt.tokencachettl, 300_000),
     },
     managementUsers: users,
+    allowedOrigins: (listeners.allowed_origins as string[] | undefined) ?? [],
     limits: {
       maxRequestBodyBytes: (limits.max_request_body_bytes as number | undefined) ?? 1024 * 1024,
       maxInflightRequestBytes:

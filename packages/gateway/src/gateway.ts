@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import {
   createApp,
   createLogger,
+  createOriginPolicy,
   ensureSelfSignedCertificate,
   type Logger,
   loadTlsFiles,
@@ -107,6 +108,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     audit,
     maxRequestBodyBytes: config.limits.maxRequestBodyBytes,
     bodyBudget: new BodyBudget(config.limits.maxInflightRequestBytes),
+    originPolicy: createOriginPolicy({
+      ownOrigins: config.gatewayUrl ? [config.gatewayUrl] : [],
+      allowedOrigins: config.allowedOrigins,
+    }),
   };
 
   const publicApp = createApp({

@@ -60,16 +60,16 @@ export function createMcpRequestHandling(options: {
     audit.info({ audit: record }, 'mcp request');
   };
 
+  const send = (reply: FastifyReply, status: number, body: unknown) => {
+    // An unread body is not worth reading: the connection closes after the answer.
+    if (!reply.request.body && hasUnreadBody(reply.request)) reply.header('connection', 'close');
+    return reply.code(status).header('content-type', 'application/json').send(body);
+  };
+
   const refuse = (exchange: McpExchange, reply: FastifyReply, refusal: Refusal) => {
     exchange.refused(refusal);
     finish(exchange);
-    // An unread body is not worth reading: the connection closes after the answer.
-    if (!reply.request.body && hasUnreadBody(reply.request)) reply.header('connection', 'close');
-    return reply
-      .code(refusal.status)
-      .headers(refusal.headers)
-      .header('content-type', 'application/json')
-      .send(refusal.body);
+    return send(reply.headers(refusal.headers), refusal.status, refusal.body);
   };
 
   const answer: McpRequestHandling['answer'] = (
@@ -83,7 +83,7 @@ export function createMcpRequestHandling(options: {
     exchange.decision = decision;
     exchange.reason = reason;
     finish(exchange);
-    return reply.code(status).send(body);
+    return send(reply, status, body);
   };
 
   const runPolicies = async (

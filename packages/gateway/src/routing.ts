@@ -1,4 +1,10 @@
-import { gatewayError, type Logger } from '@mcp-identity/common';
+import {
+  createCorsHook,
+  gatewayError,
+  jsonRpcError,
+  type Logger,
+  type OriginPolicy,
+} from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
 import type { BodyBudget } from './body-budget.js';
 import { McpExchange } from './exchange.js';
@@ -18,6 +24,8 @@ export interface DataPlaneOptions {
   bodyBudget: BodyBudget;
   /** The listener this app serves (its scheme and own addresses). */
   listener: Listener;
+  /** Which browser origins may call `/mcp` (and read metadata): DNS rebinding protection. */
+  originPolicy: OriginPolicy;
 }
 
 /** What a path on the data plane resolves to. */
@@ -62,6 +70,16 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
     (_request, body, done) => done(null, body),
   );
   app.decorateRequest('gatewayTarget', undefined);
+  // CORS for allowed origins on every data plane path (metadata and `/mcp`); it also answers
+  // preflights, before authentication.
+  app.addHook(
+    'onRequest',
+    createCorsHook({
+      policy: options.originPolicy,
+      paths: ['/*'],
+      methods: ['GET', 'POST', 'DELETE'],
+    }),
+  );
 
   const resolve = (request: FastifyRequest): Target => {
     const path = pathOf(request.url);
@@ -99,10 +117,7 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
       authorization_servers: runtime.authenticator.authorizationServers,
     };
     if (runtime.scopesSupported.length > 0) document.scopes_supported = runtime.scopesSupported;
-    return reply
-      .header('cache-control', 'public, max-age=300')
-      .header('access-control-allow-origin', '*')
-      .send(document);
+    return reply.header('cache-control', 'public, max-age=300').send(document);
   };
 
   app.route({
@@ -115,6 +130,13 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
       const target = resolve(request);
       request.gatewayTarget = target;
       if (target?.kind !== 'mcp') return done();
+      const { origin } = request.headers;
+      if (origin !== undefined && !options.originPolicy.check(origin, request.headers.host)) {
+        // MCP Streamable HTTP transport: an Origin that is not allowed gets 403 (DNS rebinding).
+        const body = jsonRpcError(null, -32000, 'Origin not allowed');
+        handling.answer(target.exchange, reply, 403, 'forbidden', 'origin not allowed', body);
+        return;
+      }
       // Authentication from the headers, before a byte of the body is read.
       const pending = handling.onHeaders(target.exchange, reply);
       if (pending) pending.then(() => done(), done);
