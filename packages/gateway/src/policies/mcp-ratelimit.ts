@@ -112,7 +112,8 @@ class McpRateLimitPolicy implements Policy {
             for (const [throttle, k] of taken ?? []) throttle.release(k);
             return tooManyRequests(exchange, rule, limiter, decision.retryAfterSeconds);
           }
-          (taken ??= []).push([limiter.throttle, counted]);
+          taken ??= [];
+          taken.push([limiter.throttle, counted]);
         }
       }
       return undefined;
