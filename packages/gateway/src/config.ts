@@ -306,7 +306,8 @@ export function resolveConfig(
   const gatewayUrl = doc.policy_configurations?.mcpauth_v1 as { gatewayurl?: string } | undefined;
 
   const config: GatewayConfig = {
-    host: (listeners.host as string | undefined) ?? '0.0.0.0',
+    // Loopback unless configured: exposing the proxies on the network is a deliberate choice.
+    host: (listeners.host as string | undefined) ?? '127.0.0.1',
     managementHost: (listeners.management_host as string | undefined) ?? '127.0.0.1',
     ports: {
       https: (listeners.https_port as number | undefined) ?? 8443,

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import {
   createApp,
   createLogger,
@@ -194,8 +195,22 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     RunningServer,
     RunningServer,
   ];
+  const configuration = options.config
+    ? 'a resolved configuration object'
+    : options.configFile
+      ? path.resolve(options.configFile)
+      : options.settings
+        ? 'settings passed to startGateway'
+        : 'built-in defaults (no --config)';
   logger.info(
-    { public: publicServer.url, plain: plainServer.url, management: managementServer.url },
+    {
+      public: publicServer.url,
+      plain: plainServer.url,
+      management: managementServer.url,
+      configuration,
+      dataDir: config.dataDir,
+      host: config.host,
+    },
     'gateway started',
   );
   return {
