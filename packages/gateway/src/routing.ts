@@ -28,15 +28,10 @@ export interface DataPlaneOptions {
   originPolicy: OriginPolicy;
 }
 
-/** What a path on the data plane resolves to. */
-type Target =
-  | { kind: 'mcp'; exchange: McpExchange }
-  | { kind: 'metadata'; runtime: ProxyRuntime | undefined }
-  | undefined;
-
 declare module 'fastify' {
   interface FastifyRequest {
-    gatewayTarget: Target;
+    /** Set when the path is a deployed proxy's `<context>/mcp`. */
+    mcpExchange: McpExchange | undefined;
   }
 }
 
@@ -69,7 +64,7 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
     { parseAs: 'buffer', bodyLimit: options.maxRequestBodyBytes },
     (_request, body, done) => done(null, body),
   );
-  app.decorateRequest('gatewayTarget', undefined);
+  app.decorateRequest('mcpExchange', undefined);
   // CORS for allowed origins on every data plane path (metadata and `/mcp`); it also answers
   // preflights, before authentication.
   app.addHook(
@@ -81,28 +76,19 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
     }),
   );
 
-  const resolve = (request: FastifyRequest): Target => {
-    const path = pathOf(request.url);
-    if (
-      request.method === 'GET' &&
-      path.startsWith(`${PRM_SUFFIX}/`) &&
-      path.endsWith(MCP_SUFFIX)
-    ) {
-      const context = path.slice(PRM_SUFFIX.length, -MCP_SUFFIX.length);
-      return { kind: 'metadata', runtime: registry.byContextPath(context) };
+  /** The proxy whose `<context>/mcp` this path is, if any. */
+  const mcpRuntime = (path: string): ProxyRuntime | undefined =>
+    path.endsWith(MCP_SUFFIX)
+      ? registry.byContextPath(path.slice(0, -MCP_SUFFIX.length))
+      : undefined;
+
+  /** The proxy whose protected resource metadata this GET asks for (both RFC 9728 locations). */
+  const metadataRuntime = (path: string): ProxyRuntime | undefined | false => {
+    if (path.startsWith(`${PRM_SUFFIX}/`) && path.endsWith(MCP_SUFFIX)) {
+      return registry.byContextPath(path.slice(PRM_SUFFIX.length, -MCP_SUFFIX.length));
     }
-    if (request.method === 'GET' && path.endsWith(PRM_SUFFIX)) {
-      return {
-        kind: 'metadata',
-        runtime: registry.byContextPath(path.slice(0, -PRM_SUFFIX.length)),
-      };
-    }
-    if (!path.endsWith(MCP_SUFFIX)) return undefined;
-    const runtime = registry.byContextPath(path.slice(0, -MCP_SUFFIX.length));
-    if (!runtime) return undefined;
-    const base = listener.baseFor(request.headers.host);
-    const exchange = new McpExchange(runtime, request.method, request.headers, request.ip, base);
-    return { kind: 'mcp', exchange };
+    if (path.endsWith(PRM_SUFFIX)) return registry.byContextPath(path.slice(0, -PRM_SUFFIX.length));
+    return false;
   };
 
   const serveMetadata = (request: FastifyRequest, reply: FastifyReply, runtime?: ProxyRuntime) => {
@@ -127,18 +113,21 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
     // it. A route level replaces the configured one, so never make the route chattier.
     logLevel: quieterLevel(app.log.level, 'warn'),
     onRequest: (request, reply, done) => {
-      const target = resolve(request);
-      request.gatewayTarget = target;
-      if (target?.kind !== 'mcp') return done();
-      const { origin } = request.headers;
+      const runtime = mcpRuntime(pathOf(request.url));
+      if (!runtime) return done();
+      const { headers } = request;
+      const base = listener.baseFor(headers.host);
+      const exchange = new McpExchange(runtime, request.method, headers, request.ip, base);
+      request.mcpExchange = exchange;
+      const { origin } = headers;
       if (origin !== undefined && !options.originPolicy.check(origin, request.headers.host)) {
         // MCP Streamable HTTP transport: an Origin that is not allowed gets 403 (DNS rebinding).
         const body = jsonRpcError(null, -32000, 'Origin not allowed');
-        handling.answer(target.exchange, reply, 403, 'forbidden', 'origin not allowed', body);
+        handling.answer(exchange, reply, 403, 'forbidden', 'origin not allowed', body);
         return;
       }
       // Authentication from the headers, before a byte of the body is read.
-      const pending = handling.onHeaders(target.exchange, reply);
+      const pending = handling.onHeaders(exchange, reply);
       if (pending) pending.then(() => done(), done);
       else done();
     },
@@ -153,21 +142,17 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
         options.maxRequestBodyBytes,
       );
       if (!bodyBudget.tryReserve(bytes)) {
-        const target = request.gatewayTarget;
+        const exchange = request.mcpExchange;
         const message = 'The gateway is receiving too many request bodies; retry shortly';
         reply.header('connection', 'close').header('retry-after', '1');
-        if (target?.kind === 'mcp') {
+        if (exchange) {
           handling.answer(
-            target.exchange,
+            exchange,
             reply,
             503,
             'unavailable',
             'request body budget exhausted',
-            {
-              jsonrpc: '2.0',
-              id: null,
-              error: { code: -32000, message },
-            },
+            jsonRpcError(null, -32000, message),
           );
         } else {
           gatewayError(reply, 503, message);
@@ -178,9 +163,12 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
       done(null, payload);
     },
     handler: async (request, reply) => {
-      const target = request.gatewayTarget;
-      if (target?.kind === 'mcp') return handling.handle(target.exchange, request, reply);
-      if (target?.kind === 'metadata') return serveMetadata(request, reply, target.runtime);
+      const exchange = request.mcpExchange;
+      if (exchange) return handling.handle(exchange, request, reply);
+      if (request.method === 'GET') {
+        const runtime = metadataRuntime(pathOf(request.url));
+        if (runtime !== false) return serveMetadata(request, reply, runtime);
+      }
       return reply.code(404).send({ error: 'Not Found', message: 'No MCP proxy at this path' });
     },
   });

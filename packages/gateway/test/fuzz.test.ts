@@ -253,7 +253,7 @@ describe('fuzzing the data plane and the management API (fixed seed, bounded)', 
       'Bearer',
       'Basic YTpi',
       `Bearer ${token.slice(0, -3)}abc`,
-      'bearer   ' + token,
+      `bearer   ${token}`,
     ];
     const known = [
       '/scim/mcp',
