@@ -15,7 +15,14 @@ const FS_SHIM = `${REPOSITORY}packages/arazzo-mcp/scripts/node20-fs-shim.mjs`;
  * Server scenarios of the official MCP conformance suite that concern the gateway itself
  * (transport, lifecycle, DNS rebinding) rather than the upstream's own tools.
  */
-const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+const SCENARIOS = [
+  'server-initialize',
+  'server-session-lifecycle',
+  'ping',
+  'tools-list',
+  'server-sse-multiple-streams',
+  'dns-rebinding-protection',
+];
 
 function runScenario(url: string, scenario: string) {
   return new Promise<{ code: number | null; output: string }>((resolve) => {
