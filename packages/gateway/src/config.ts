@@ -254,6 +254,18 @@ export function resolveConfig(
   const doc = lowerCaseKeys(raw ?? {}, '', problems) as Doc;
   if (!validateConfig(doc)) problems.push(...(validateConfig.errors ?? []).map(describe));
   checkDurations(doc, problems);
+  const rawLimits = (doc.limits ?? {}) as Record<string, unknown>;
+  if (
+    typeof rawLimits.max_inflight_request_bytes === 'number' &&
+    rawLimits.max_inflight_request_bytes <
+      ((rawLimits.max_request_body_bytes as number) ?? 1024 * 1024)
+  ) {
+    problems.push({
+      key: 'limits.max_inflight_request_bytes',
+      message:
+        'must be at least limits.max_request_body_bytes (or no body of that size could ever be read)',
+    });
+  }
   const jwt = (doc.policy_configurations?.jwtauth_v1 ?? {}) as Record<string, unknown>;
   const rawManagers = (Array.isArray(jwt.keymanagers) ? jwt.keymanagers : []) as Array<
     Record<string, unknown>
