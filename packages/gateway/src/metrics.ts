@@ -1,11 +1,13 @@
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * Methods reported by name (JSON-RPC methods, the HTTP verbs without a JSON-RPC body, client
- * replies and unparseable bodies); any other method string from a client counts as `other`.
+ * Methods reported by name (JSON-RPC methods, the HTTP verbs without a JSON-RPC body — `POST`
+ * when a request was refused from its headers, before its body was read —, client replies and
+ * unparseable bodies); any other method string from a client counts as `other`.
  */
 const KNOWN_METHODS = new Set([
   'GET',
+  'POST',
   'DELETE',
   'OPTIONS',
   'response',

@@ -80,6 +80,11 @@ describe('mcp-ratelimit', () => {
   it('does not count calls that authentication refused', async () => {
     const anonymous = await postMcp(url, toolCall('search_users', SEARCH, 8));
     expect(anonymous.status).toBe(401);
+    // Refused from its headers: the body (and so the JSON-RPC method) was never read.
+    const metrics = await (await fetch(`${fx.gateway.managementUrl}/metrics`)).text();
+    expect(metrics).toMatch(
+      /mcp_gateway_requests_total\{proxy="limited-v1.0",method="POST",decision="unauthenticated"\} 1/,
+    );
     const dave = await as('dave');
     for (const id of [9, 10]) {
       expect((await postMcp(url, toolCall('search_users', SEARCH, id), dave)).status).toBe(200);
