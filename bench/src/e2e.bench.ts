@@ -23,6 +23,7 @@ import {
 } from '@mcp-identity/cli';
 import { Cleanup } from './kit/cleanup.js';
 import { type Call, closedLoop, type LoopResult } from './kit/closed-loop.js';
+import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { freePort } from './kit/ports.js';
 import { treeCpuMs } from './kit/process-stats.js';
 import { fixed, markdownTable } from './kit/table.js';
@@ -53,12 +54,6 @@ interface Leg {
 interface Measured extends LoopResult {
   cpuMsPerCall: Partial<Record<Service, number>>;
 }
-
-const MCP_HEADERS = {
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2025-06-18',
-};
 
 function searchUsersCall(path: string, headers: Record<string, string>): Call {
   return {

@@ -26,7 +26,6 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Cleanup } from './kit/cleanup.js';
 import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js';
 import {
-  MCP_HEADERS,
   type RunningProcess,
   spawnFastUpstream,
   TOOL_CALL_BODY,
@@ -39,6 +38,7 @@ import {
   WorkersUnsupportedError,
 } from './kit/gateway-process.js';
 import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
+import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
 import { samplePeakRss, treeCpuMs, treeRssBytes } from './kit/process-stats.js';
 import { fixed, markdownTable, percent } from './kit/table.js';

@@ -15,11 +15,6 @@ export const TOOL_RESULT_BODY = JSON.stringify({
   id: 1,
   result: { content: [{ type: 'text', text: 'found 0 users' }], isError: false },
 });
-export const MCP_HEADERS = {
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2025-06-18',
-};
 
 export interface RunningProcess {
   url: string;
