@@ -13,6 +13,7 @@
  *   npm run bench:gateway -- --workers 2      # also rows for `gateway serve --workers 2`
  *   npm run bench:gateway -- --profile        # then a --cpu-prof run of the gateway, summarised
  *   npm run bench:gateway -- --profile-only --profile-case cold   # only that (warm, cold, open)
+ *   npm run bench:gateway -- --profile-only --profile-dir /tmp/prof  # keeps the .cpuprofile
  */
 
 import { once } from 'node:events';
@@ -54,6 +55,7 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     'profile-only': { type: 'boolean', default: false },
     'profile-case': { type: 'string', default: 'warm' },
+    'profile-dir': { type: 'string' },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -275,7 +277,6 @@ async function gatewayTargets(
   const label = workers === undefined ? '' : ` --workers ${workers}`;
   const start = async (name: string, tokenCacheEntries?: number) => {
     const path = join(setup.dir, `${name}${workers ?? ''}`);
-    mkdirSync(path);
     const gateway = setup.started(
       await startGatewayProcess({
         dir: path,
@@ -379,10 +380,11 @@ async function profileGateway(
   if (!['warm', 'cold', 'open'].includes(which)) {
     throw new Error(`--profile-case is warm, cold or open, not ${which}`);
   }
-  const profileDir = join(dir, 'profile');
-  mkdirSync(profileDir);
+  // Kept when --profile-dir is given, to open in Chrome DevTools or speedscope.
+  const profileDir = args['profile-dir'] ?? join(dir, 'profile');
+  mkdirSync(profileDir, { recursive: true });
   const gateway: GatewayProcess = await startGatewayProcess({
-    dir: join(dir, 'profile'),
+    dir: join(dir, 'profiled-gateway'),
     keyManager,
     tokenCacheEntries: which === 'cold' ? 0 : undefined,
     workers: setup.workers,

@@ -136,6 +136,11 @@ export function summariseCpuProfile(
     return set;
   };
 
+  // Every sample weighs the median sampling interval rather than its own time delta: a process
+  // preempted on a busy machine resumes with one long delta, which would otherwise be charged to
+  // whatever frame it resumed in (usually a system call such as writev).
+  const sortedDeltas = [...profile.timeDeltas].sort((a, b) => a - b);
+  const sampleMs = (sortedDeltas[Math.floor(sortedDeltas.length / 2)] ?? 0) / 1000;
   const summarise = (window: { fromUs: number; toUs: number } | undefined) => {
     const byFunction = new Map<string, number>();
     const byModule = new Map<string, number>();
@@ -150,7 +155,7 @@ export function summariseCpuProfile(
       if (window && (at < window.fromUs || at > window.toUs)) continue;
       const node = nodes.get(profile.samples[i] as number);
       if (!node) continue;
-      const ms = deltaUs / 1000;
+      const ms = sampleMs;
       totalMs += ms;
       if (node.callFrame.functionName === '(idle)') {
         idleMs += ms;
@@ -189,7 +194,7 @@ export function formatProfileSummary(summary: ProfileSummary): string {
     ...rows(items),
   ];
   return [
-    `${summary.windowed ? 'samples taken under load only' : 'whole process lifetime (start-up included)'}: busy ${summary.busyMs.toFixed(0)} ms, idle ${summary.idleMs.toFixed(0)} ms; shares are of busy time`,
+    `${summary.windowed ? 'samples taken under load only' : 'whole process lifetime (start-up included)'}: busy ${summary.busyMs.toFixed(0)} ms, idle ${summary.idleMs.toFixed(0)} ms (samples × median interval); shares are of busy time`,
     ...table('module, self time', summary.modules),
     ...table('module, inclusive (anywhere on the stack)', summary.inclusiveModules),
     ...table('function, self time', summary.functions),

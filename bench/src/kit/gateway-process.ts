@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { hashSecret, randomToken } from '@mcp-identity/common';
@@ -41,6 +41,7 @@ export async function startGatewayProcess(options: GatewayProcessOptions): Promi
     await freePort(),
   ];
   const password = randomToken(18);
+  mkdirSync(options.dir, { recursive: true });
   const configFile = join(options.dir, 'gateway.toml');
   writeFileSync(
     configFile,
