@@ -9,7 +9,7 @@
  * ratios: share of direct, share of nginx-as-proxy, added p50.
  *
  *   npm run bench:gateway
- *   npm run bench:gateway -- --seconds 15 --connections 10,64,128 --client autocannon
+ *   npm run bench:gateway -- --seconds 10 --rounds 5 --connections 10,64,128 --client autocannon
  *   npm run bench:gateway -- --workers 2      # also rows for `gateway serve --workers 2`
  *   npm run bench:gateway -- --profile        # then a --cpu-prof run of the gateway, summarised
  *   npm run bench:gateway -- --profile-only --profile-case cold   # only that (warm, cold, open)
@@ -46,7 +46,8 @@ import { fixed, markdownTable, percent } from './kit/table.js';
 
 const { values: args } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '8' },
+    seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '10,64' },
     client: { type: 'string' },
@@ -60,6 +61,7 @@ const { values: args } = parseArgs({
 });
 const SECONDS = Number(args.seconds);
 const WARMUP_SECONDS = Number(args.warmup);
+const ROUNDS = Number(args.rounds);
 const CONNECTIONS = (args.connections as string).split(',').map(Number);
 const THREADS = Number(args.threads);
 const WORKERS = args.workers === undefined ? undefined : Number(args.workers);
@@ -137,7 +139,12 @@ function proxyDefinition(name: string, context: string, upstreamUrl: string, pol
 }
 
 /** Warms the path up (JIT, keep-alive pools, caches), then measures it. */
-async function measure(client: LoadClient, target: Target, connections: number): Promise<Measured> {
+async function measure(
+  client: LoadClient,
+  target: Target,
+  connections: number,
+  warmUp: boolean,
+): Promise<Measured> {
   const spec = {
     url: target.url,
     connections,
@@ -146,7 +153,7 @@ async function measure(client: LoadClient, target: Target, connections: number):
     body: TOOL_CALL_BODY,
     threads: THREADS,
   };
-  if (WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
+  if (warmUp && WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
   const cpuBefore = treeCpuMs(target.pid);
   const rss = samplePeakRss(target.pid);
   const result = await runLoad(client, { ...spec, seconds: SECONDS });
@@ -228,7 +235,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
       }
     }
     console.log(
-      `tools/call over plain HTTP/1.1 keep-alive; ${SECONDS} s per row after ${WARMUP_SECONDS} s warm-up; load client ${client}${client === 'wrk' ? ` (${THREADS} thread)` : ''}; ${CORES} cores; node ${process.version}; load average at start ${loadAtStart.toFixed(2)}`,
+      `tools/call over plain HTTP/1.1 keep-alive; median of ${ROUNDS} interleaved rounds of ${SECONDS} s per row, after ${WARMUP_SECONDS} s warm-up; load client ${client}${client === 'wrk' ? ` (${THREADS} thread)` : ''}; ${CORES} cores; node ${process.version}; load average at start ${loadAtStart.toFixed(2)}`,
     );
     const baseline = nginxUpstream ? DIRECT_NGINX : DIRECT_NODE;
     console.log(
@@ -236,10 +243,21 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
     );
     const goals: string[] = [];
     for (const connections of CONNECTIONS) {
-      const results = new Map<string, Measured>();
-      for (const target of targets) {
-        results.set(target.name, await measure(client, target, connections));
+      // Rows take turns, round after round, so load from elsewhere on the machine falls on all
+      // of them alike; each row reports its median round (by req/s).
+      const rounds = new Map<string, Measured[]>(targets.map((target) => [target.name, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const target of targets) {
+          const measured = await measure(client, target, connections, round === 0);
+          rounds.get(target.name)?.push(measured);
+        }
       }
+      const results = new Map(
+        [...rounds].map(([name, list]) => {
+          const sorted = [...list].sort((a, b) => a.rps - b.rps);
+          return [name, sorted[Math.floor((sorted.length - 1) / 2)] as Measured];
+        }),
+      );
       console.log(`\n${connections} connections`);
       console.log(resultTable(targets, results, baseline));
       goals.push(...goalLines(connections, targets, results, baseline));
