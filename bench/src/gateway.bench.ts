@@ -42,7 +42,7 @@ import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
 import { samplePeakRss, treeCpuMs, treeRssBytes } from './kit/process-stats.js';
-import { fixed, markdownTable, percent } from './kit/table.js';
+import { fixed, markdownTable, percent, times } from './kit/table.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -345,6 +345,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       percent(r.rps, viaNginx1?.rps),
       percent(r.rps, viaNginxN?.rps),
       fixed(r.p50Ms - direct.p50Ms, 2),
+      times(r.cpuMsPerRequest, viaNginx1?.cpuMsPerRequest),
     ];
   });
   return markdownTable(
@@ -358,6 +359,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       'share of nginx 1w',
       `share of nginx ${CORES}w`,
       'added p50 ms',
+      'CPU/req × nginx 1w',
     ],
     rows,
   );

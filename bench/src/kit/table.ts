@@ -18,3 +18,10 @@ export function percent(part: number | undefined, whole: number | undefined): st
     ? '—'
     : `${((part / whole) * 100).toFixed(1)}%`;
 }
+
+/** How many times `whole` is `part`, e.g. "7.4×". */
+export function times(part: number | undefined, whole: number | undefined): string {
+  return part === undefined || whole === undefined || whole === 0
+    ? '—'
+    : `${(part / whole).toFixed(1)}×`;
+}
