@@ -14,6 +14,7 @@
  *   npm run bench:gateway -- --profile        # then a --cpu-prof run of the gateway, summarised
  *   npm run bench:gateway -- --profile-only --profile-case cold   # only that (warm, cold, open)
  *   npm run bench:gateway -- --profile-only --profile-dir /tmp/prof  # keeps the .cpuprofile
+ *   npm run bench:gateway -- --syscalls-only  # system calls per request (strace -c -f)
  */
 
 import { once } from 'node:events';
@@ -41,7 +42,8 @@ import {
 import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
-import { samplePeakRss, treeCpuMs, treeRssBytes } from './kit/process-stats.js';
+import { samplePeakRss, treeCpuSplitMs, treeRssBytes } from './kit/process-stats.js';
+import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
 import { fixed, markdownTable, percent, times } from './kit/table.js';
 
 const { values: args } = parseArgs({
@@ -57,6 +59,8 @@ const { values: args } = parseArgs({
     'profile-only': { type: 'boolean', default: false },
     'profile-case': { type: 'string', default: 'warm' },
     'profile-dir': { type: 'string' },
+    syscalls: { type: 'boolean', default: false },
+    'syscalls-only': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -82,6 +86,8 @@ interface Target {
 
 interface Measured extends LoadResult {
   cpuMsPerRequest: number | undefined;
+  /** Share of that CPU time spent in the kernel (system calls, TCP on loopback). */
+  kernelShare: number | undefined;
   peakRss: number | undefined;
 }
 
@@ -154,16 +160,20 @@ async function measure(
     threads: THREADS,
   };
   if (warmUp && WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
-  const cpuBefore = treeCpuMs(target.pid);
+  const cpuBefore = treeCpuSplitMs(target.pid);
   const rss = samplePeakRss(target.pid);
   const result = await runLoad(client, { ...spec, seconds: SECONDS });
   const peakRss = rss.stop();
-  const cpuAfter = treeCpuMs(target.pid);
-  const cpuMsPerRequest =
-    cpuBefore === undefined || cpuAfter === undefined
-      ? undefined
-      : (cpuAfter - cpuBefore) / result.requests;
-  return { ...result, cpuMsPerRequest, peakRss };
+  const cpuAfter = treeCpuSplitMs(target.pid);
+  let cpuMsPerRequest: number | undefined;
+  let kernelShare: number | undefined;
+  if (cpuBefore && cpuAfter) {
+    const user = cpuAfter.userMs - cpuBefore.userMs;
+    const system = cpuAfter.systemMs - cpuBefore.systemMs;
+    cpuMsPerRequest = (user + system) / result.requests;
+    kernelShare = user + system > 0 ? system / (user + system) : undefined;
+  }
+  return { ...result, cpuMsPerRequest, kernelShare, peakRss };
 }
 
 async function main(): Promise<void> {
@@ -201,7 +211,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   if (!nginxUpstream) notes.push('nginx rows skipped: install Debian nginx for them');
 
   let workers = WORKERS;
-  if (!args['profile-only']) {
+  if (!args['profile-only'] && !args['syscalls-only']) {
     const targets: Target[] = [{ name: DIRECT_NODE, url: nodeUpstream.url, pid: nodeUpstream.pid }];
     if (nginxUpstream) {
       targets.push({ name: DIRECT_NGINX, url: nginxUpstream.url, pid: nginxUpstream.pid });
@@ -268,13 +278,13 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
     console.log(`load average at end ${(loadavg()[0] as number).toFixed(2)}`);
   }
 
+  const instrumented = { upstreamUrl: upstream.url, keyManager: keyManagerConfig, auth, workers };
   if (args.profile || args['profile-only']) {
-    await profileGateway(client, dir, {
-      upstreamUrl: upstream.url,
-      keyManager: keyManagerConfig,
-      auth,
-      workers,
-    });
+    await instrumentGateway(client, dir, instrumented, 'cpu-prof');
+  }
+  if (args.syscalls || args['syscalls-only']) {
+    if (straceInstalled()) await instrumentGateway(client, dir, instrumented, 'strace');
+    else console.log('note: --syscalls needs strace (apt-get install strace)');
   }
 }
 
@@ -341,6 +351,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       fixed(r.p50Ms, 2),
       fixed(r.p99Ms, 2),
       fixed(r.cpuMsPerRequest, 4),
+      percent(r.kernelShare, 1),
       percent(r.rps, direct.rps),
       percent(r.rps, viaNginx1?.rps),
       percent(r.rps, viaNginxN?.rps),
@@ -355,6 +366,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       'p50 ms',
       'p99 ms',
       'CPU ms/req',
+      'in kernel',
       'share of direct',
       'share of nginx 1w',
       `share of nginx ${CORES}w`,
@@ -384,8 +396,11 @@ function goalLines(
     });
 }
 
-/** Runs one gateway case under `node --cpu-prof` and prints where its CPU went. */
-async function profileGateway(
+/**
+ * Runs one gateway case (`--profile-case`) under an instrument: `node --cpu-prof`, summarised, or
+ * `strace -c -f`, as system calls per request.
+ */
+async function instrumentGateway(
   client: LoadClient,
   dir: string,
   setup: {
@@ -394,6 +409,7 @@ async function profileGateway(
     auth: Record<string, string>;
     workers: number | undefined;
   },
+  instrument: 'cpu-prof' | 'strace',
 ): Promise<void> {
   const { upstreamUrl, keyManager, auth } = setup;
   const which = args['profile-case'] as string;
@@ -404,16 +420,17 @@ async function profileGateway(
   const profileDir = args['profile-dir'] ?? join(dir, 'profile');
   mkdirSync(profileDir, { recursive: true });
   const gateway: GatewayProcess = await startGatewayProcess({
-    dir: join(dir, 'profiled-gateway'),
+    dir: join(dir, `${instrument}-gateway`),
     keyManager,
     tokenCacheEntries: which === 'cold' ? 0 : undefined,
     workers: setup.workers,
-    cpuProfileDir: profileDir,
+    ...(instrument === 'cpu-prof' ? { cpuProfileDir: profileDir } : {}),
   });
   const connections = CONNECTIONS[0] as number;
   let result: LoadResult;
   const microseconds = () => Number(process.hrtime.bigint() / 1000n);
   let window = { fromUs: 0, toUs: 0 };
+  let syscalls: Map<string, number> | undefined;
   try {
     const policies = which !== 'open';
     await gateway.deploy(proxyDefinition('bench', '/bench', upstreamUrl, policies));
@@ -426,14 +443,31 @@ async function profileGateway(
       threads: THREADS,
     };
     if (WARMUP_SECONDS > 0) await runLoad(client, { ...load, seconds: WARMUP_SECONDS });
+    const trace =
+      instrument === 'strace'
+        ? await traceSyscalls(gateway.pid, join(dir, 'strace.txt'))
+        : undefined;
     window = { fromUs: microseconds(), toUs: 0 };
     result = await runLoad(client, { ...load, seconds: SECONDS });
     window.toUs = microseconds();
+    syscalls = await trace?.stop();
   } finally {
     await gateway.stop();
   }
+  const what = `${which} case, ${connections} connections, ${SECONDS} s`;
+  if (syscalls) {
+    const rows = [...syscalls]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([name, calls]) => [name, String(calls), fixed(calls / result.requests, 2)]);
+    console.log(
+      `\nsystem calls of the gateway per request (${what}, ${result.requests} requests at ${result.rps.toFixed(0)} req/s under strace):`,
+    );
+    console.log(markdownTable(['system call', 'calls', 'per request'], rows));
+    return;
+  }
   console.log(
-    `\nCPU profile of the gateway (${which} case, ${connections} connections, ${SECONDS} s, ${result.rps.toFixed(0)} req/s under the profiler):`,
+    `\nCPU profile of the gateway (${what}, ${result.rps.toFixed(0)} req/s under the profiler):`,
   );
   for (const file of cpuProfiles(profileDir)) {
     console.log(

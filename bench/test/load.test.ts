@@ -21,7 +21,8 @@ const server = createServer((request, response) => {
     body += chunk.toString();
   });
   request.on('end', () => {
-    if (seen.length < 5) seen.push({ headers: request.headers, body });
+    // Only the requests of the test that sends to /mcp (a previous test's last ones may linger).
+    if (request.url === '/mcp' && seen.length < 5) seen.push({ headers: request.headers, body });
     response.writeHead(request.url === '/fail' ? 500 : 200).end('ok');
   });
 });

@@ -1,14 +1,15 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { processTree, treeCpuMs, treeRssBytes } from '../src/kit/process-stats.js';
+import { processTree, treeCpuMs, treeCpuSplitMs, treeRssBytes } from '../src/kit/process-stats.js';
 
 // A parent that does nothing but wait for its child, which burns 300 ms of CPU time (not wall
 // time: the machine may be busy) and then waits.
 const BURNING_CHILD = `
 const { spawn } = require('node:child_process');
 const child = spawn(process.execPath, ['-e', \`
-  while (process.cpuUsage().user < 300_000) {}
+  let x = 0;
+  while (process.cpuUsage().user < 300_000) for (let i = 0; i < 1e6; i++) x += i;
   process.stdout.write('burnt\\\\n'); setInterval(() => {}, 1000);
 \`], { stdio: ['ignore', 'inherit', 'inherit'] });
 process.stdout.write(child.pid + '\\n');
@@ -38,6 +39,9 @@ describe.runIf(process.platform === 'linux')('process tree statistics from /proc
       const tree = treeCpuMs(pid) as number;
       expect(ownOnly).toBeGreaterThanOrEqual(250);
       expect(tree).toBeGreaterThan(ownOnly);
+      // The burn is user-space work: most of the child's CPU time is not in the kernel.
+      const split = treeCpuSplitMs(childPid) as { userMs: number; systemMs: number };
+      expect(split.userMs).toBeGreaterThan(split.systemMs);
       expect(treeRssBytes(pid)).toBeGreaterThan(treeRssBytes(childPid) as number);
     } finally {
       parent.kill('SIGTERM');

@@ -16,7 +16,8 @@ const TICKS_PER_SECOND = (() => {
 
 interface ProcStat {
   ppid: number;
-  cpuTicks: number;
+  userTicks: number;
+  systemTicks: number;
 }
 
 function readStat(pid: number): ProcStat | undefined {
@@ -25,7 +26,11 @@ function readStat(pid: number): ProcStat | undefined {
     // The command name (field 2) may contain spaces and parentheses; fields resume after the last ')'.
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
     // Fields 4 (ppid), 14 (utime) and 15 (stime) of proc(5), counted from `state` (field 3).
-    return { ppid: Number(fields[1]), cpuTicks: Number(fields[11]) + Number(fields[12]) };
+    return {
+      ppid: Number(fields[1]),
+      userTicks: Number(fields[11]),
+      systemTicks: Number(fields[12]),
+    };
   } catch {
     return undefined;
   }
@@ -54,17 +59,26 @@ export function processTree(rootPid: number): number[] {
   return tree;
 }
 
-/** User + system CPU time, in milliseconds, consumed so far by a process tree. */
-export function treeCpuMs(rootPid: number): number | undefined {
-  let ticks = 0;
+/** CPU time, in milliseconds, consumed so far by a process tree: in user space and in the kernel. */
+export function treeCpuSplitMs(rootPid: number): { userMs: number; systemMs: number } | undefined {
+  let user = 0;
+  let system = 0;
   let seen = false;
   for (const pid of processTree(rootPid)) {
     const stat = readStat(pid);
     if (!stat) continue;
     seen = true;
-    ticks += stat.cpuTicks;
+    user += stat.userTicks;
+    system += stat.systemTicks;
   }
-  return seen ? (ticks * 1000) / TICKS_PER_SECOND : undefined;
+  const ms = (ticks: number) => (ticks * 1000) / TICKS_PER_SECOND;
+  return seen ? { userMs: ms(user), systemMs: ms(system) } : undefined;
+}
+
+/** User + system CPU time, in milliseconds, consumed so far by a process tree. */
+export function treeCpuMs(rootPid: number): number | undefined {
+  const split = treeCpuSplitMs(rootPid);
+  return split && split.userMs + split.systemMs;
 }
 
 /** Resident memory of a process tree, in bytes. */
