@@ -15,6 +15,7 @@
  *   npm run bench:gateway -- --profile-only --profile-case cold   # only that (warm, cold, open)
  *   npm run bench:gateway -- --profile-only --profile-dir /tmp/prof  # keeps the .cpuprofile
  *   npm run bench:gateway -- --syscalls-only  # system calls per request (strace -c -f)
+ *   npm run bench:gateway -- --perf-only      # on-CPU samples with kernel (perf record)
  */
 
 import { once } from 'node:events';
@@ -42,6 +43,7 @@ import {
 import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
+import { perfInstalled, perfReport, recordPerf, removePerfMap } from './kit/perf-record.js';
 import { samplePeakRss, treeCpuSplitMs, treeRssBytes } from './kit/process-stats.js';
 import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
 import { fixed, markdownTable, percent, times } from './kit/table.js';
@@ -61,6 +63,8 @@ const { values: args } = parseArgs({
     'profile-dir': { type: 'string' },
     syscalls: { type: 'boolean', default: false },
     'syscalls-only': { type: 'boolean', default: false },
+    perf: { type: 'boolean', default: false },
+    'perf-only': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -211,7 +215,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   if (!nginxUpstream) notes.push('nginx rows skipped: install Debian nginx for them');
 
   let workers = WORKERS;
-  if (!args['profile-only'] && !args['syscalls-only']) {
+  if (!args['profile-only'] && !args['syscalls-only'] && !args['perf-only']) {
     const targets: Target[] = [{ name: DIRECT_NODE, url: nodeUpstream.url, pid: nodeUpstream.pid }];
     if (nginxUpstream) {
       targets.push({ name: DIRECT_NGINX, url: nginxUpstream.url, pid: nginxUpstream.pid });
@@ -281,6 +285,10 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   const instrumented = { upstreamUrl: upstream.url, keyManager: keyManagerConfig, auth, workers };
   if (args.profile || args['profile-only']) {
     await instrumentGateway(client, dir, instrumented, 'cpu-prof');
+  }
+  if (args.perf || args['perf-only']) {
+    if (perfInstalled()) await instrumentGateway(client, dir, instrumented, 'perf');
+    else console.log('note: --perf needs Linux perf (apt-get install linux-perf)');
   }
   if (args.syscalls || args['syscalls-only']) {
     if (straceInstalled()) await instrumentGateway(client, dir, instrumented, 'strace');
@@ -409,7 +417,7 @@ async function instrumentGateway(
     auth: Record<string, string>;
     workers: number | undefined;
   },
-  instrument: 'cpu-prof' | 'strace',
+  instrument: 'cpu-prof' | 'strace' | 'perf',
 ): Promise<void> {
   const { upstreamUrl, keyManager, auth } = setup;
   const which = args['profile-case'] as string;
@@ -425,7 +433,9 @@ async function instrumentGateway(
     tokenCacheEntries: which === 'cold' ? 0 : undefined,
     workers: setup.workers,
     ...(instrument === 'cpu-prof' ? { cpuProfileDir: profileDir } : {}),
+    ...(instrument === 'perf' ? { nodeFlags: ['--perf-basic-prof'] } : {}),
   });
+  const perfData = join(dir, 'perf.data');
   const connections = CONNECTIONS[0] as number;
   let result: LoadResult;
   const microseconds = () => Number(process.hrtime.bigint() / 1000n);
@@ -447,14 +457,33 @@ async function instrumentGateway(
       instrument === 'strace'
         ? await traceSyscalls(gateway.pid, join(dir, 'strace.txt'))
         : undefined;
+    const perf = instrument === 'perf' ? await recordPerf(gateway.pid, perfData) : undefined;
     window = { fromUs: microseconds(), toUs: 0 };
     result = await runLoad(client, { ...load, seconds: SECONDS });
     window.toUs = microseconds();
     syscalls = await trace?.stop();
+    await perf?.stop();
   } finally {
     await gateway.stop();
   }
   const what = `${which} case, ${connections} connections, ${SECONDS} s`;
+  if (instrument === 'perf') {
+    try {
+      console.log(`\non-CPU samples of the gateway, kernel included (perf record, ${what}):`);
+      for (const sort of ['dso', 'dso,sym'] as const) {
+        const rows = await perfReport(perfData, sort, sort === 'dso' ? 12 : 30);
+        console.log(
+          `\n${markdownTable(
+            [sort === 'dso' ? 'shared object' : 'shared object, symbol', 'share'],
+            rows.map((r) => [r.name, r.share]),
+          )}`,
+        );
+      }
+    } finally {
+      removePerfMap(gateway.pid);
+    }
+    return;
+  }
   if (syscalls) {
     const rows = [...syscalls]
       .sort((a, b) => b[1] - a[1])

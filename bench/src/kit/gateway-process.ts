@@ -21,6 +21,8 @@ export interface GatewayProcessOptions {
   workers?: number;
   /** Directory for `node --cpu-prof` output, written when the gateway exits. */
   cpuProfileDir?: string;
+  /** More `node` flags, e.g. `--perf-basic-prof`. */
+  nodeFlags?: string[];
 }
 
 export interface GatewayProcess extends RunningProcess {
@@ -72,9 +74,10 @@ uri = "${options.keyManager.jwksUri}"
   );
   const logFile = join(options.dir, 'gateway.log');
   const log = openSync(logFile, 'a');
-  const nodeFlags = options.cpuProfileDir
-    ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir]
-    : [];
+  const nodeFlags = [
+    ...(options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : []),
+    ...(options.nodeFlags ?? []),
+  ];
   const args = [...nodeFlags, GATEWAY_BIN, 'serve', '--config', configFile];
   if (options.workers !== undefined) args.push('--workers', String(options.workers));
   const child = spawn(process.execPath, args, { stdio: ['ignore', log, log] });
