@@ -13,7 +13,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   clientCredentialsToken,
   createProgress,
@@ -24,25 +23,24 @@ import {
 import { Cleanup } from './kit/cleanup.js';
 import { type Call, closedLoop, type LoopResult } from './kit/closed-loop.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
+import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { freePort } from './kit/ports.js';
 import { treeCpuMs } from './kit/process-stats.js';
 import { fixed, markdownTable } from './kit/table.js';
 
-const { values: args } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '2' },
-    concurrency: { type: 'string', default: '1,8,32' },
-    filter: { type: 'string', default: 'userName sw a' },
-    count: { type: 'string', default: '5' },
-  },
+const args = benchArgs({
+  seconds: { type: 'string', default: '5' },
+  rounds: { type: 'string', default: '3' },
+  warmup: { type: 'string', default: '2' },
+  concurrency: { type: 'string', default: '1,8,32' },
+  filter: { type: 'string', default: 'userName sw a' },
+  count: { type: 'string', default: '5' },
 });
-const SECONDS = Number(args.seconds);
-const WARMUP_SECONDS = Number(args.warmup);
-const ROUNDS = Number(args.rounds);
-const CONCURRENCY = (args.concurrency as string).split(',').map(Number);
-const SEARCH = { filter: args.filter as string, count: Number(args.count) };
+const SECONDS = numberOption('seconds', args.seconds, 1);
+const WARMUP_SECONDS = numberOption('warmup', args.warmup);
+const ROUNDS = numberOption('rounds', args.rounds, 1);
+const CONCURRENCY = countsOption('concurrency', args.concurrency);
+const SEARCH = { filter: args.filter as string, count: numberOption('count', args.count) };
 const SCOPE = 'internal_user_mgt_list';
 
 type Service = 'gateway' | 'mcp' | 'idp';

@@ -24,7 +24,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Cleanup } from './kit/cleanup.js';
 import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js';
@@ -43,36 +42,35 @@ import {
 import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
+import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { perfInstalled, perfReport, recordPerf, removePerfMap } from './kit/perf-record.js';
 import { samplePeakRss, treeCpuSplitMs, treeRssBytes } from './kit/process-stats.js';
 import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
 import { fixed, markdownTable, percent, times } from './kit/table.js';
 
-const { values: args } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '10,64' },
-    client: { type: 'string' },
-    threads: { type: 'string', default: '1' },
-    workers: { type: 'string' },
-    profile: { type: 'boolean', default: false },
-    'profile-only': { type: 'boolean', default: false },
-    'profile-case': { type: 'string', default: 'warm' },
-    'profile-dir': { type: 'string' },
-    syscalls: { type: 'boolean', default: false },
-    'syscalls-only': { type: 'boolean', default: false },
-    perf: { type: 'boolean', default: false },
-    'perf-only': { type: 'boolean', default: false },
-  },
+const args = benchArgs({
+  seconds: { type: 'string', default: '5' },
+  rounds: { type: 'string', default: '3' },
+  warmup: { type: 'string', default: '2' },
+  connections: { type: 'string', default: '10,64' },
+  client: { type: 'string' },
+  threads: { type: 'string', default: '1' },
+  workers: { type: 'string' },
+  profile: { type: 'boolean', default: false },
+  'profile-only': { type: 'boolean', default: false },
+  'profile-case': { type: 'string', default: 'warm' },
+  'profile-dir': { type: 'string' },
+  syscalls: { type: 'boolean', default: false },
+  'syscalls-only': { type: 'boolean', default: false },
+  perf: { type: 'boolean', default: false },
+  'perf-only': { type: 'boolean', default: false },
 });
-const SECONDS = Number(args.seconds);
-const WARMUP_SECONDS = Number(args.warmup);
-const ROUNDS = Number(args.rounds);
-const CONNECTIONS = (args.connections as string).split(',').map(Number);
-const THREADS = Number(args.threads);
-const WORKERS = args.workers === undefined ? undefined : Number(args.workers);
+const SECONDS = numberOption('seconds', args.seconds, 1);
+const WARMUP_SECONDS = numberOption('warmup', args.warmup);
+const ROUNDS = numberOption('rounds', args.rounds, 1);
+const CONNECTIONS = countsOption('connections', args.connections);
+const THREADS = numberOption('threads', args.threads, 1);
+const WORKERS = args.workers === undefined ? undefined : numberOption('workers', args.workers, 1);
 const CORES = availableParallelism();
 const ISSUER = 'https://idp.bench/oauth2/token';
 const AUDIENCE = 'bench-client';
