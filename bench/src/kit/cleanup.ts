@@ -7,8 +7,10 @@ export class Cleanup {
   private running: Promise<void> | undefined;
 
   constructor() {
+    // `on`, not `once`: Ctrl-C reaches npm, tsx and this process, and tsx relays it once more.
+    // A second signal must not find tsx's handler alone (it would exit mid-cleanup).
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      process.once(signal, () => {
+      process.on(signal, () => {
         void this.run().finally(() => process.exit(130));
       });
     }

@@ -67,6 +67,9 @@ function luaString(value: string): string {
 
 async function runWrk(spec: LoadSpec): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
+  // Also removed when the benchmark exits mid-run (Ctrl-C).
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', removeDir);
   try {
     const script = join(dir, 'request.lua');
     const headers = Object.entries(spec.headers)
@@ -120,7 +123,8 @@ end
       p99Ms: p99Us / 1000,
     };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    process.off('exit', removeDir);
+    removeDir();
   }
 }
 
