@@ -322,10 +322,24 @@ async function gatewayTargets(
     return { gateway, idleRss: treeRssBytes(gateway.pid) };
   };
   const warm = await start('warm');
-  await warm.gateway.deploy(proxyDefinition('open', '/open', setup.upstreamUrl, false));
-  await warm.gateway.deploy(proxyDefinition('bench', '/bench', setup.upstreamUrl, true));
+  const probe = (path: string, auth: Record<string, string>) => ({
+    path,
+    headers: { ...MCP_HEADERS, ...auth },
+    body: TOOL_CALL_BODY,
+  });
+  await warm.gateway.deploy(
+    proxyDefinition('open', '/open', setup.upstreamUrl, false),
+    probe('/open/mcp', {}),
+  );
+  await warm.gateway.deploy(
+    proxyDefinition('bench', '/bench', setup.upstreamUrl, true),
+    probe('/bench/mcp', setup.auth),
+  );
   const cold = await start('cold', 0);
-  await cold.gateway.deploy(proxyDefinition('bench', '/bench', setup.upstreamUrl, true));
+  await cold.gateway.deploy(
+    proxyDefinition('bench', '/bench', setup.upstreamUrl, true),
+    probe('/bench/mcp', setup.auth),
+  );
   const target = (
     name: string,
     at: typeof warm,
@@ -441,7 +455,6 @@ async function instrumentGateway(
   let syscalls: Map<string, number> | undefined;
   try {
     const policies = which !== 'open';
-    await gateway.deploy(proxyDefinition('bench', '/bench', upstreamUrl, policies));
     const load = {
       url: `${gateway.plainUrl}/bench/mcp`,
       connections,
@@ -450,6 +463,11 @@ async function instrumentGateway(
       body: TOOL_CALL_BODY,
       threads: THREADS,
     };
+    await gateway.deploy(proxyDefinition('bench', '/bench', upstreamUrl, policies), {
+      path: '/bench/mcp',
+      headers: load.headers,
+      body: TOOL_CALL_BODY,
+    });
     if (WARMUP_SECONDS > 0) await runLoad(client, { ...load, seconds: WARMUP_SECONDS });
     const trace =
       instrument === 'strace'

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { hashSecret, randomToken } from '@mcp-identity/common';
@@ -27,7 +28,31 @@ export interface GatewayProcessOptions {
 
 export interface GatewayProcess extends RunningProcess {
   plainUrl: string;
-  deploy(definition: Record<string, unknown>): Promise<void>;
+  /**
+   * Deploys a proxy through the management API and waits until `probe` (a POST to the proxy's
+   * path) succeeds on 20 fresh connections in a row: with several workers, every one of them
+   * must serve the new proxy before it is measured.
+   */
+  deploy(
+    definition: Record<string, unknown>,
+    probe: { path: string; headers: Record<string, string>; body: string },
+  ): Promise<void>;
+}
+
+/** One POST on a new connection (no keep-alive, so workers sharing a port all get asked). */
+function postOnFreshConnection(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<number> {
+  return new Promise((resolve) => {
+    const request = httpRequest(url, { method: 'POST', headers, agent: false }, (response) => {
+      response.resume();
+      response.once('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.once('error', () => resolve(0));
+    request.end(body);
+  });
 }
 
 /** Thrown when `gateway serve` refuses `--workers` (a gateway without worker support). */
@@ -123,7 +148,7 @@ uri = "${options.keyManager.jwksUri}"
     plainUrl,
     pid: child.pid as number,
     stop,
-    async deploy(definition) {
+    async deploy(definition, probe) {
       const response = await fetch(`${managementUrl}/api/management/v1/mcp-proxies`, {
         method: 'POST',
         headers: {
@@ -134,6 +159,21 @@ uri = "${options.keyManager.jwksUri}"
       });
       if (response.status !== 201) {
         throw new Error(`deploying a proxy failed: ${response.status} ${await response.text()}`);
+      }
+      const deadline = Date.now() + 20_000;
+      let lastStatus = 0;
+      for (let inARow = 0; inARow < 20; ) {
+        lastStatus = await postOnFreshConnection(
+          `${plainUrl}${probe.path}`,
+          probe.headers,
+          probe.body,
+        );
+        inARow = lastStatus === 200 ? inARow + 1 : 0;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `${probe.path} was not served 20 times in a row (last: HTTP ${lastStatus})`,
+          );
+        }
       }
     },
   };
