@@ -104,6 +104,44 @@ CREATE TABLE IF NOT EXISTS revoked_tokens (
   jti TEXT PRIMARY KEY,
   expires_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS family_access_tokens (
+  jti TEXT PRIMARY KEY,
+  family_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS family_access_tokens_family ON family_access_tokens (family_id);
+CREATE TABLE IF NOT EXISTS login_transactions (
+  token_hash TEXT PRIMARY KEY,
+  params TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+`;
+
+/**
+ * Columns added after the first release, as (table, column, definition, backfill). Rows that
+ * predate a grant family are each their own family.
+ */
+const ADDED_COLUMNS: readonly [string, string, string, string?][] = [
+  ['auth_codes', 'grant_id', 'TEXT', 'UPDATE auth_codes SET grant_id = code_hash'],
+  ['auth_codes', 'redeemed', 'INTEGER NOT NULL DEFAULT 0'],
+  ['refresh_tokens', 'family_id', 'TEXT', 'UPDATE refresh_tokens SET family_id = token_hash'],
+  ['refresh_tokens', 'used', 'INTEGER NOT NULL DEFAULT 0'],
+];
+
+// A deleted or disabled user keeps no refresh token or pending code, whichever path (SCIM,
+// Bulk, /Me, the CLI) removed or disabled them.
+const TRIGGERS = `
+CREATE INDEX IF NOT EXISTS refresh_tokens_family ON refresh_tokens (family_id);
+CREATE INDEX IF NOT EXISTS refresh_tokens_user ON refresh_tokens (user_id);
+CREATE TRIGGER IF NOT EXISTS users_deleted_revoke AFTER DELETE ON users BEGIN
+  DELETE FROM refresh_tokens WHERE user_id = OLD.id;
+  DELETE FROM auth_codes WHERE user_id = OLD.id;
+END;
+CREATE TRIGGER IF NOT EXISTS users_disabled_revoke AFTER UPDATE OF doc ON users
+WHEN json_extract(NEW.doc, '$.active') = 0 BEGIN
+  DELETE FROM refresh_tokens WHERE user_id = NEW.id;
+  DELETE FROM auth_codes WHERE user_id = NEW.id;
+END;
 `;
 
 /** Opens (creating if needed) the IdP database in `dataDir`, or in memory for `':memory:'`. */
@@ -121,6 +159,13 @@ export function openDatabase(dataDir: string): Db {
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
+  for (const [table, column, definition, backfill] of ADDED_COLUMNS) {
+    const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+    if (columns.some((c) => c.name === column)) continue;
+    db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+    if (backfill) db.exec(backfill);
+  }
+  db.exec(TRIGGERS);
   return db;
 }
 

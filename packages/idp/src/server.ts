@@ -18,6 +18,7 @@ import { type Db, openDatabase } from './db.js';
 import { KeyStore } from './keys.js';
 import { GrantStore } from './oauth/grants.js';
 import { oauthRoutes } from './oauth/routes.js';
+import { routeAccess } from './route-access.js';
 import { MAX_BULK_PAYLOAD } from './scim/bulk.js';
 import { GroupStore } from './scim/groups.js';
 import { Locations } from './scim/render.js';
@@ -26,6 +27,7 @@ import { scimRoutes } from './scim/routes.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { ScimService } from './scim/service.js';
 import { UserStore } from './scim/users.js';
+import { isActiveUser } from './subjects.js';
 import { TokenService } from './tokens.js';
 
 export type IdpOptions = {
@@ -53,6 +55,8 @@ export type IdpOptions = {
 };
 
 export type RunningIdp = {
+  /** Every route the server registered (`METHOD /pattern`), each with an access rule. */
+  routes: readonly string[];
   /** Bound base URL, e.g. http://127.0.0.1:53122. */
   url: string;
   publicUrl: string;
@@ -110,6 +114,7 @@ function createCore(
     },
     accessTokenTtlSeconds: accessTtl,
     now: nowSeconds,
+    isUserActive: (userId) => isActiveUser(service.users, userId),
   });
   const grants = new GrantStore(db, {
     codeTtlSeconds: 120,
@@ -158,6 +163,16 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       bodyLimit: MAX_BULK_PAYLOAD,
       ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
     });
+    // Deny by default: a route without an access rule cannot be registered.
+    const routes: string[] = [];
+    app.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) {
+        if (!routeAccess(method, route.url)) {
+          throw new Error(`IdP route ${method} ${route.url} has no access rule`);
+        }
+        routes.push(`${method} ${route.url}`);
+      }
+    });
     // Every route reads its own body, so each surface answers bad input in its own shape.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
@@ -192,6 +207,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
     publicUrl = (options.publicUrl ?? server.url).replace(/\/+$/, '');
     issuer = options.issuer ?? `${publicUrl}/oauth2/token`;
     return {
+      routes,
       url: server.url,
       publicUrl,
       issuer,

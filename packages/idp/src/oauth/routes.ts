@@ -10,6 +10,7 @@ import type { Application, AppStore } from '../apps.js';
 import type { KeyStore } from '../keys.js';
 import type { RoleStore } from '../scim/roles.js';
 import type { UserStore } from '../scim/users.js';
+import { currentUserScopes, isActiveUser } from '../subjects.js';
 import type { TokenService } from '../tokens.js';
 import type { GrantStore } from './grants.js';
 import { errorPage, loginPage } from './login-page.js';
@@ -104,10 +105,10 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         response = await clientCredentials(client, form);
         break;
       case 'authorization_code':
-        response = await authorizationCode(client, form);
+        response = await authorizationCode(request, client, form);
         break;
       case 'refresh_token':
-        response = await refresh(client, form);
+        response = await refresh(request, client, form);
         break;
       case null:
         throw new OAuthFailure(400, 'invalid_request', 'Missing grant_type parameter');
@@ -153,15 +154,27 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     };
   };
 
-  const userTokens = async (client: Application, userId: string, scope: string) => {
-    const scopes = splitScope(scope);
-    const { token, expiresIn } = await tokens.issue({
+  /** What the user may have now: requested ∩ the client's scopes ∩ the user's current roles. */
+  const narrowToUser = (client: Application, userId: string, requested: readonly string[]) => {
+    const allowed = currentUserScopes(roles, userId);
+    return intersect(requested, client.scopes).filter((s) => allowed.has(s));
+  };
+
+  const userTokens = async (
+    client: Application,
+    userId: string,
+    scopes: string[],
+    familyId: string,
+  ) => {
+    const { token, expiresIn, claims } = await tokens.issue({
       clientId: client.clientId,
       subject: userId,
       scopes,
     });
+    grants.recordAccessToken(familyId, claims.jti, claims.exp);
+    const scope = scopes.join(' ');
     const refreshToken = client.grantTypes.includes('refresh_token')
-      ? grants.issueRefreshToken({ clientId: client.clientId, userId, scope }).token
+      ? grants.issueRefreshToken({ clientId: client.clientId, userId, scope, familyId }).token
       : undefined;
     return {
       access_token: token,
@@ -172,11 +185,23 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     };
   };
 
-  const authorizationCode = async (client: Application, form: URLSearchParams) => {
+  const authorizationCode = async (
+    request: FastifyRequest,
+    client: Application,
+    form: URLSearchParams,
+  ) => {
     requireGrant(client, 'authorization_code');
-    const code = grants.consumeCode(form.get('code') ?? '');
-    if (!code)
+    const redemption = grants.consumeCode(form.get('code') ?? '');
+    if (redemption.outcome === 'replayed') {
+      request.log.warn(
+        { clientId: client.clientId },
+        'authorization code replayed; the tokens issued from it are revoked',
+      );
+    }
+    if (redemption.outcome !== 'redeemed') {
       throw new OAuthFailure(400, 'invalid_grant', 'The authorization code is invalid or expired');
+    }
+    const code = redemption.grant;
     if (code.clientId !== client.clientId || code.redirectUri !== form.get('redirect_uri')) {
       throw new OAuthFailure(
         400,
@@ -189,22 +214,46 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     if (!verifier || !constantTimeEqual(challenge, code.codeChallenge)) {
       throw new OAuthFailure(400, 'invalid_grant', 'PKCE verification failed');
     }
-    return userTokens(client, code.userId, code.scope);
+    if (!isActiveUser(users, code.userId)) {
+      throw new OAuthFailure(400, 'invalid_grant', 'The user is no longer active');
+    }
+    const scopes = narrowToUser(client, code.userId, splitScope(code.scope));
+    return userTokens(client, code.userId, scopes, code.grantId);
   };
 
-  const refresh = async (client: Application, form: URLSearchParams) => {
+  /**
+   * Rotation on every use. The token is validated first and rotated last, so a refused request
+   * never burns a good token; presenting an already rotated token revokes its whole family.
+   * Every refresh re-checks the user and narrows the scopes to what their roles allow now.
+   */
+  const refresh = async (request: FastifyRequest, client: Application, form: URLSearchParams) => {
     requireGrant(client, 'refresh_token');
-    const grant = grants.consumeRefreshToken(form.get('refresh_token') ?? '');
-    if (!grant || grant.clientId !== client.clientId) {
+    const presented = form.get('refresh_token') ?? '';
+    const grant = grants.findRefreshToken(presented);
+    if (!grant) {
+      if (grants.rotateRefreshToken(presented).outcome === 'reused') {
+        request.log.warn({ clientId: client.clientId }, 'refresh token reused; family revoked');
+      }
       throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
+    }
+    if (grant.clientId !== client.clientId) {
+      throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
+    }
+    if (!isActiveUser(users, grant.userId)) {
+      grants.revokeFamily(grant.familyId);
+      throw new OAuthFailure(400, 'invalid_grant', 'The user is no longer active');
     }
     const requested = form.get('scope');
     const granted = splitScope(grant.scope);
-    const scopes = requested === null ? granted : splitScope(requested);
-    if (!scopes.every((s) => granted.includes(s))) {
+    const asked = requested === null ? granted : splitScope(requested);
+    if (!asked.every((s) => granted.includes(s))) {
       throw new OAuthFailure(400, 'invalid_scope', 'The requested scope exceeds the granted scope');
     }
-    return userTokens(client, grant.userId, scopes.join(' '));
+    const scopes = narrowToUser(client, grant.userId, asked);
+    if (grants.rotateRefreshToken(presented).outcome !== 'rotated') {
+      throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
+    }
+    return userTokens(client, grant.userId, scopes, grant.familyId);
   };
 
   app.post('/oauth2/revoke', async (request, reply) => {
@@ -381,10 +430,7 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         userName,
       );
     }
-    const allowed = new Set([...roles.permissionsOfUser(userId), 'internal_login']);
-    const scope = intersect(splitScope(params.scope ?? ''), client.scopes)
-      .filter((s) => allowed.has(s))
-      .join(' ');
+    const scope = narrowToUser(client, userId, splitScope(params.scope ?? '')).join(' ');
     const code = grants.issueCode({
       clientId: client.clientId,
       userId,
