@@ -18,6 +18,7 @@ import { type Db, openDatabase } from './db.js';
 import { KeyStore } from './keys.js';
 import { GrantStore } from './oauth/grants.js';
 import { oauthRoutes } from './oauth/routes.js';
+import { LoginTransactions } from './oauth/transactions.js';
 import { routeAccess } from './route-access.js';
 import { MAX_BULK_PAYLOAD } from './scim/bulk.js';
 import { GroupStore } from './scim/groups.js';
@@ -79,6 +80,10 @@ export type IdpAdmin = {
 
 const DEFAULT_ACCESS_TTL = 3600;
 const DEFAULT_REFRESH_TTL = 86_400;
+/** A login form can be submitted for this long after it was rendered. */
+const LOGIN_FORM_TTL = 600;
+/** Rendered, not yet submitted login forms kept at most (each holds a transaction row). */
+const MAX_PENDING_LOGINS = 10_000;
 // Browsers keep sockets they opened in advance; they never go idle, so close cuts them.
 const CLOSE_GRACE_MS = 2000;
 
@@ -183,6 +188,11 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       apps: core.apps,
       tokens: core.tokens,
       grants: core.grants,
+      transactions: new LoginTransactions(core.db, {
+        ttlSeconds: LOGIN_FORM_TTL,
+        maxPending: MAX_PENDING_LOGINS,
+        now: () => Math.floor((options.now ?? Date.now)() / 1000),
+      }),
       keys: core.keys,
       users: core.service.users,
       roles: core.service.roles,

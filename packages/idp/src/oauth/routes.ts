@@ -14,11 +14,13 @@ import { currentUserScopes, isActiveUser } from '../subjects.js';
 import type { TokenService } from '../tokens.js';
 import type { GrantStore } from './grants.js';
 import { errorPage, loginPage } from './login-page.js';
+import type { LoginTransactions } from './transactions.js';
 
 export type OAuthRouteOptions = {
   apps: AppStore;
   tokens: TokenService;
   grants: GrantStore;
+  transactions: LoginTransactions;
   keys: KeyStore;
   users: UserStore;
   roles: RoleStore;
@@ -52,7 +54,7 @@ const AUTHORIZE_PARAMS = [
 
 /** The OAuth 2.0 endpoints under /oauth2 plus RFC 8414 metadata. */
 export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptions): Promise<void> {
-  const { apps, tokens, grants, keys, users, roles, baseUrl } = options;
+  const { apps, tokens, grants, keys, users, roles, baseUrl, transactions } = options;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof OAuthFailure) {
@@ -371,7 +373,12 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     error?: string,
     userName?: string,
   ) => {
-    const csrf = randomToken(24);
+    const csrf = transactions.open(params);
+    if (!csrf) {
+      return setHtmlSecurityHeaders(reply.code(503)).send(
+        errorPage('Too many sign-ins are in progress. Try again later.'),
+      );
+    }
     const secure = options.secureCookies ? '; Secure' : '';
     reply.header(
       'set-cookie',
@@ -413,9 +420,12 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
       }
       throw error;
     }
+    // The token must be this browser's (cookie) and name a live, unused transaction made for
+    // exactly these parameters; it is spent either way.
     const cookie = readCookie(request, CSRF_COOKIE);
     const csrf = form.get('csrf_token') ?? '';
-    if (!cookie || !csrf || !constantTimeEqual(cookie, csrf)) {
+    const live = csrf !== '' && transactions.consume(csrf, params);
+    if (!live || !cookie || !constantTimeEqual(cookie, csrf)) {
       return showLogin(reply, client, params, 400, 'Your session expired. Please sign in again.');
     }
     const userName = form.get('username') ?? '';
