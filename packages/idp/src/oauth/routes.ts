@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import {
   constantTimeEqual,
   oauthError,
-  randomToken,
   setHtmlSecurityHeaders,
 } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
