@@ -1,9 +1,13 @@
-import { oauthError, randomToken } from '@mcp-identity/common';
+import {
+  FixedWindowThrottle,
+  MAX_REDIRECT_URIS,
+  oauthError,
+  randomToken,
+  redirectUriProblem,
+} from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { CLIENT_TTL_MS } from '../options.js';
-import { WindowCounter } from '../rate-limit.js';
-import { MAX_REDIRECT_URIS, redirectUriProblem } from '../redirect-uris.js';
 
 type RedirectUris = { ok: true; uris: string[] } | { ok: false; problem: string };
 
@@ -44,7 +48,11 @@ export async function registerRegistrationRoute(
   app: FastifyInstance,
   ctx: ServerContext,
 ): Promise<void> {
-  const perIp = new WindowCounter(ctx.limits.registrationsPerIpPerHour, 3_600_000, ctx.clock);
+  const perIp = new FixedWindowThrottle({
+    limit: ctx.limits.registrationsPerIpPerHour,
+    windowMs: 3_600_000,
+    clock: ctx.clock,
+  });
   // Its own context: the body is read as text whatever the content type, so the spec's
   // "only when the content type contains application/json" rule is ours to apply.
   await app.register(async (scope) => {
@@ -53,8 +61,9 @@ export async function registerRegistrationRoute(
       done(null, body);
     });
     scope.post('/oauth/register', async (request, reply) => {
-      if (!perIp.hit(request.ip)) {
-        reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+      const decision = perIp.reserve(request.ip);
+      if (!decision.allowed) {
+        reply.header('retry-after', String(decision.retryAfterSeconds));
         return oauthError(
           reply,
           429,

@@ -1,9 +1,13 @@
-import { oauthError, randomToken, sha256Base64Url } from '@mcp-identity/common';
+import {
+  FixedWindowThrottle,
+  oauthError,
+  randomToken,
+  sha256Base64Url,
+} from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
 import { verifyS256 } from '../pkce.js';
-import { WindowCounter } from '../rate-limit.js';
 
 export const INVALID_CODE = 'The authorization code is invalid or expired.';
 export const CODE_MISMATCH = 'The authorization code does not match the request.';
@@ -24,7 +28,11 @@ function required<K extends string>(body: unknown, names: readonly K[]): Params<
 }
 
 export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): void {
-  const perIp = new WindowCounter(ctx.limits.tokenRequestsPerIpPerMinute, 60_000, ctx.clock);
+  const perIp = new FixedWindowThrottle({
+    limit: ctx.limits.tokenRequestsPerIpPerMinute,
+    windowMs: 60_000,
+    clock: ctx.clock,
+  });
 
   /** RFC 8707: a `resource` other than this server's MCP endpoint is refused before any state changes. */
   function resourceProblem(request: FastifyRequest, issuer: string): boolean {
@@ -151,8 +159,9 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
   }
 
   app.post('/oauth/token', async (request, reply) => {
-    if (!perIp.hit(request.ip)) {
-      reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+    const decision = perIp.reserve(request.ip);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
       return oauthError(reply, 429, 'too_many_requests', 'Too many token requests; slow down.');
     }
     const contentType = request.headers['content-type'] ?? '';
