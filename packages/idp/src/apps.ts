@@ -119,6 +119,13 @@ export class AppStore {
     return rows.map(toApplication);
   }
 
+  /** Clients registered through RFC 7591 (bounded by the registration endpoint). */
+  countDynamic(): number {
+    return (
+      this.db.prepare('SELECT count(*) AS n FROM apps WHERE dynamic = 1').get() as { n: number }
+    ).n;
+  }
+
   delete(clientId: string): boolean {
     return this.db.prepare('DELETE FROM apps WHERE client_id = ?').run(clientId).changes > 0;
   }

@@ -17,7 +17,7 @@ import {
 import { type Db, openDatabase } from './db.js';
 import { KeyStore } from './keys.js';
 import { GrantStore } from './oauth/grants.js';
-import { oauthRoutes } from './oauth/routes.js';
+import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes.js';
 import { LoginTransactions } from './oauth/transactions.js';
 import { routeAccess } from './route-access.js';
 import { MAX_BULK_PAYLOAD } from './scim/bulk.js';
@@ -51,6 +51,8 @@ export type IdpOptions = {
   logger?: Logger;
   /** Close on SIGINT/SIGTERM (default false: the embedding program decides). */
   handleSignals?: boolean;
+  /** Abuse limits of the OAuth endpoints (defaults: `DEFAULT_OAUTH_LIMITS`). */
+  limits?: Partial<OAuthLimits>;
   /** Clock in milliseconds (tests). */
   now?: () => number;
 };
@@ -199,6 +201,8 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       baseUrl: () => publicUrl,
       knownScopes: KNOWN_SCOPES,
       secureCookies: !options.http,
+      limits: { ...DEFAULT_OAUTH_LIMITS, ...options.limits },
+      clock: options.now ?? Date.now,
     });
     await app.register(scimRoutes, {
       prefix: '/scim2',

@@ -38,6 +38,12 @@ export async function startTestIdp(
     http: true,
     port: 0,
     logger: createLogger({ level: 'silent' }),
+    // Tests sign in and register clients far more often than a person would.
+    limits: {
+      registrationsPerIpPerHour: 10_000,
+      authorizeRequestsPerIpPerMinute: 10_000,
+      loginAttemptsPerIp: 10_000,
+    },
     bootstrap: {
       customAttributes: [
         { name: 'customerTier', type: 'string' },

@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
 import {
   constantTimeEqual,
+  FixedWindowThrottle,
+  isRedirectUriAllowed,
   oauthError,
+  reserveAll,
   setHtmlSecurityHeaders,
 } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -13,6 +16,7 @@ import { currentUserScopes, isActiveUser } from '../subjects.js';
 import type { TokenService } from '../tokens.js';
 import type { GrantStore } from './grants.js';
 import { errorPage, loginPage } from './login-page.js';
+import { MAX_REGISTRATION_BYTES, readClientMetadata } from './registration.js';
 import type { LoginTransactions } from './transactions.js';
 
 export type OAuthRouteOptions = {
@@ -27,6 +31,33 @@ export type OAuthRouteOptions = {
   baseUrl: () => string;
   knownScopes: readonly string[];
   secureCookies: boolean;
+  limits: OAuthLimits;
+  /** Milliseconds since the epoch (throttle windows). */
+  clock: () => number;
+};
+
+/** Abuse limits of the OAuth endpoints; every one refuses before the work it protects. */
+export type OAuthLimits = {
+  /** Dynamic client registrations per client IP per hour; 429 beyond. */
+  registrationsPerIpPerHour: number;
+  /** Dynamically registered clients kept at most; registration answers 503 beyond. */
+  maxDynamicClients: number;
+  /** Sign-in attempts per user name per window (successful ones are given back); 429 beyond. */
+  loginAttemptsPerAccount: number;
+  /** Sign-in attempts per client IP per window (successful ones are given back); 429 beyond. */
+  loginAttemptsPerIp: number;
+  loginWindowSeconds: number;
+  /** Login forms rendered per client IP per minute; 429 beyond. */
+  authorizeRequestsPerIpPerMinute: number;
+};
+
+export const DEFAULT_OAUTH_LIMITS: OAuthLimits = {
+  registrationsPerIpPerHour: 20,
+  maxDynamicClients: 10_000,
+  loginAttemptsPerAccount: 10,
+  loginAttemptsPerIp: 100,
+  loginWindowSeconds: 15 * 60,
+  authorizeRequestsPerIpPerMinute: 120,
 };
 
 class OAuthFailure extends Error {
@@ -53,7 +84,8 @@ const AUTHORIZE_PARAMS = [
 
 /** The OAuth 2.0 endpoints under /oauth2 plus RFC 8414 metadata. */
 export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptions): Promise<void> {
-  const { apps, tokens, grants, keys, users, roles, baseUrl, transactions } = options;
+  const { apps, tokens, grants, keys, users, roles, baseUrl, transactions, limits, clock } =
+    options;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof OAuthFailure) {
@@ -61,7 +93,15 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
       return oauthError(reply, error.status, error.error, error.description);
     }
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return oauthError(reply, 413, 'invalid_request', 'Request body too large');
+      // RFC 7591 §3.2.2 answers every unacceptable registration with a 400 and its code.
+      return request.routeOptions.url === '/oauth2/register'
+        ? oauthError(
+            reply,
+            400,
+            'invalid_client_metadata',
+            `The registration request is larger than ${MAX_REGISTRATION_BYTES} bytes`,
+          )
+        : oauthError(reply, 413, 'invalid_request', 'Request body too large');
     }
     request.log.error({ err: error }, 'OAuth request failed');
     return oauthError(reply, 500, 'server_error', 'Internal server error');
@@ -293,42 +333,43 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     return { active: false };
   });
 
-  app.post('/oauth2/register', async (request, reply) => {
-    const body = readRegistration(request);
-    const redirectUris = body.redirect_uris;
-    if (!Array.isArray(redirectUris) || redirectUris.length === 0) {
-      return oauthError(reply, 400, 'invalid_redirect_uri', 'redirect_uris is required');
-    }
-    if (!redirectUris.every((u) => typeof u === 'string' && isAllowedRedirect(u))) {
+  const registrationsPerIp = new FixedWindowThrottle({
+    limit: limits.registrationsPerIpPerHour,
+    windowMs: 3_600_000,
+    clock,
+  });
+  app.post('/oauth2/register', { bodyLimit: MAX_REGISTRATION_BYTES }, async (request, reply) => {
+    // Counted before any work, so parallel requests cannot all slip under the limit.
+    const decision = registrationsPerIp.reserve(request.ip);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
       return oauthError(
         reply,
-        400,
-        'invalid_redirect_uri',
-        'Redirect URIs must be https or loopback http',
+        429,
+        'too_many_requests',
+        'Too many client registrations from this address; try again later.',
       );
     }
-    const method = body.token_endpoint_auth_method ?? 'none';
-    if (method !== 'none') {
+    const read = readClientMetadata(readRegistration(request));
+    if (!read.ok) return oauthError(reply, 400, read.problem.error, read.problem.description);
+    if (apps.countDynamic() >= limits.maxDynamicClients) {
       return oauthError(
         reply,
-        400,
-        'invalid_client_metadata',
-        'Only public clients (token_endpoint_auth_method none) may register',
+        503,
+        'temporarily_unavailable',
+        'The server holds too many registered clients; try again later.',
       );
     }
-    const requested = typeof body.scope === 'string' ? splitScope(body.scope) : options.knownScopes;
-    const scopes = intersect(requested, options.knownScopes);
-    const name =
-      typeof body.client_name === 'string' && body.client_name.trim()
-        ? body.client_name
-        : 'Dynamic client';
+    const { metadata } = read;
+    const requested =
+      metadata.scope === undefined ? options.knownScopes : splitScope(metadata.scope);
     const { app: registered } = await apps.create({
-      name,
+      name: metadata.name,
       public: true,
       dynamic: true,
       grantTypes: ['authorization_code', 'refresh_token'],
-      scopes,
-      redirectUris: redirectUris as string[],
+      scopes: intersect(requested, options.knownScopes),
+      redirectUris: metadata.redirectUris,
     });
     return reply
       .code(201)
@@ -353,7 +394,11 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         'Unknown client or the client may not use the authorization code flow.',
       );
     }
-    if (!redirectAllowed(client, params.redirect_uri ?? '')) {
+    const redirectUri = params.redirect_uri ?? '';
+    if (
+      client.redirectUris.length === 0 ||
+      !isRedirectUriAllowed(client.redirectUris, redirectUri)
+    ) {
       throw new AuthorizeError('The redirect_uri is not registered for this client.');
     }
     if (params.response_type !== 'code') throw new AuthorizeError('response_type must be code.');
@@ -363,6 +408,23 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     }
     return client;
   };
+
+  const loginWindowMs = limits.loginWindowSeconds * 1000;
+  const loginsPerAccount = new FixedWindowThrottle({
+    limit: limits.loginAttemptsPerAccount,
+    windowMs: loginWindowMs,
+    clock,
+  });
+  const loginsPerIp = new FixedWindowThrottle({
+    limit: limits.loginAttemptsPerIp,
+    windowMs: loginWindowMs,
+    clock,
+  });
+  const formsPerIp = new FixedWindowThrottle({
+    limit: limits.authorizeRequestsPerIpPerMinute,
+    windowMs: 60_000,
+    clock,
+  });
 
   const showLogin = (
     reply: FastifyReply,
@@ -396,6 +458,14 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
   };
 
   app.get('/oauth2/authorize', async (request, reply) => {
+    // Each rendered form holds a transaction: one address cannot fill the table.
+    const decision = formsPerIp.reserve(request.ip);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
+      return setHtmlSecurityHeaders(reply.code(429)).send(
+        errorPage('Too many sign-in requests from your address. Try again in a minute.'),
+      );
+    }
     const params = pickAuthorizeParams(request.query as Record<string, unknown>);
     try {
       return showLogin(reply, validateAuthorize(params), params);
@@ -428,7 +498,26 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
       return showLogin(reply, client, params, 400, 'Your session expired. Please sign in again.');
     }
     const userName = form.get('username') ?? '';
+    // Reserved before the password is checked, so concurrent guesses are counted too; a
+    // successful sign-in gives its attempt back.
+    const attempt: [FixedWindowThrottle, string][] = [
+      [loginsPerAccount, userName.toLowerCase()],
+      [loginsPerIp, request.ip],
+    ];
+    const decision = reserveAll(attempt);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
+      return showLogin(
+        reply,
+        client,
+        params,
+        429,
+        'Too many failed sign-in attempts. Wait a few minutes and try again.',
+        userName,
+      );
+    }
     const userId = await users.verifyPassword(userName, form.get('password') ?? '');
+    if (userId) for (const [throttle, key] of attempt) throttle.release(key);
     if (!userId) {
       return showLogin(
         reply,
@@ -543,41 +632,6 @@ function splitScope(scope: string | null | undefined): string[] {
 function intersect(requested: readonly string[], allowed: readonly string[]): string[] {
   const set = new Set(allowed);
   return requested.filter((s) => set.has(s));
-}
-
-function isLoopback(url: URL): boolean {
-  return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-}
-
-function isAllowedRedirect(value: string): boolean {
-  try {
-    const url = new URL(value);
-    if (url.hash) return false;
-    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url));
-  } catch {
-    return false;
-  }
-}
-
-/** Exact match, except that loopback redirect URIs may use any port (RFC 8252 §7.3). */
-function redirectAllowed(client: Application, value: string): boolean {
-  if (client.redirectUris.includes(value)) return true;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return false;
-  }
-  if (url.protocol !== 'http:' || !isLoopback(url)) return false;
-  return client.redirectUris.some((registered) => {
-    try {
-      const r = new URL(registered);
-      r.port = url.port;
-      return r.protocol === 'http:' && isLoopback(r) && r.toString() === url.toString();
-    } catch {
-      return false;
-    }
-  });
 }
 
 function readCookie(request: FastifyRequest, name: string): string | undefined {
