@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -110,6 +110,13 @@ CREATE TABLE IF NOT EXISTS family_access_tokens (
   expires_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS family_access_tokens_family ON family_access_tokens (family_id);
+CREATE TABLE IF NOT EXISTS api_resources (
+  identifier TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  dynamic_clients INTEGER NOT NULL,
+  applications TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS login_transactions (
   token_hash TEXT PRIMARY KEY,
   params TEXT NOT NULL,
@@ -126,6 +133,8 @@ const ADDED_COLUMNS: readonly [string, string, string, string?][] = [
   ['auth_codes', 'redeemed', 'INTEGER NOT NULL DEFAULT 0'],
   ['refresh_tokens', 'family_id', 'TEXT', 'UPDATE refresh_tokens SET family_id = token_hash'],
   ['refresh_tokens', 'used', 'INTEGER NOT NULL DEFAULT 0'],
+  ['auth_codes', 'resource', 'TEXT'],
+  ['refresh_tokens', 'resource', 'TEXT'],
 ];
 
 // A deleted or disabled user keeps no refresh token or pending code, whichever path (SCIM,
@@ -144,14 +153,32 @@ WHEN json_extract(NEW.doc, '$.active') = 0 BEGIN
 END;
 `;
 
-/** Opens (creating if needed) the IdP database in `dataDir`, or in memory for `':memory:'`. */
-export function openDatabase(dataDir: string): Db {
+export const DATABASE_FILE = 'idp.sqlite';
+
+/** Raised when a command that needs an existing IdP is pointed at a directory without one. */
+export class NoIdpError extends Error {
+  constructor(readonly dataDir: string) {
+    super(
+      `${dataDir} holds no IdP (no ${DATABASE_FILE}): check --data-dir, or run "idp serve" there once`,
+    );
+  }
+}
+
+/**
+ * Opens the IdP database in `dataDir` (in memory for `':memory:'`). With `create: false` the
+ * database must already exist: nothing is created, and a missing one is a `NoIdpError`.
+ */
+export function openDatabase(dataDir: string, options: { create?: boolean } = {}): Db {
   let file = ':memory:';
   if (dataDir !== ':memory:') {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    file = join(dataDir, 'idp.sqlite');
+    file = join(dataDir, DATABASE_FILE);
+    if (options.create === false) {
+      if (!existsSync(file)) throw new NoIdpError(dataDir);
+    } else {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    }
   }
-  const db = new Database(file);
+  const db = new Database(file, { fileMustExist: options.create === false });
   db.pragma('journal_mode = WAL');
   // FULL: a write acknowledged to a client is on disk even if the process is killed
   // (or the machine loses power) right after the response.

@@ -10,9 +10,17 @@ export type CodeGrant = {
   scope: string;
   /** The grant the code starts: the family of every token issued from it. */
   grantId: string;
+  /** The API resource (RFC 8707) the authorization was for. */
+  resource?: string;
 };
 
-export type RefreshGrant = { clientId: string; userId: string; scope: string; familyId: string };
+export type RefreshGrant = {
+  clientId: string;
+  userId: string;
+  scope: string;
+  familyId: string;
+  resource?: string;
+};
 
 export type CodeRedemption =
   | { outcome: 'redeemed'; grant: CodeGrant }
@@ -35,6 +43,7 @@ type CodeRow = {
   expires_at: number;
   grant_id: string;
   redeemed: number;
+  resource: string | null;
 };
 type RefreshRow = {
   client_id: string;
@@ -43,6 +52,7 @@ type RefreshRow = {
   expires_at: number;
   family_id: string;
   used: number;
+  resource: string | null;
 };
 
 /**
@@ -67,8 +77,8 @@ export class GrantStore {
     this.db.prepare('DELETE FROM auth_codes WHERE expires_at < ?').run(now);
     this.db
       .prepare(
-        `INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, grant_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, grant_id, resource)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         sha256Base64Url(code),
@@ -79,6 +89,7 @@ export class GrantStore {
         grant.scope,
         now + this.options.codeTtlSeconds,
         randomUUID(),
+        grant.resource ?? null,
       );
     return code;
   }
@@ -106,6 +117,7 @@ export class GrantStore {
           codeChallenge: row.code_challenge,
           scope: row.scope,
           grantId: row.grant_id,
+          ...(row.resource ? { resource: row.resource } : {}),
         },
       };
     });
@@ -118,7 +130,7 @@ export class GrantStore {
     this.db.prepare('DELETE FROM refresh_tokens WHERE expires_at < ?').run(now);
     this.db
       .prepare(
-        'INSERT INTO refresh_tokens (token_hash, client_id, user_id, scope, expires_at, family_id) VALUES (?, ?, ?, ?, ?, ?)',
+        'INSERT INTO refresh_tokens (token_hash, client_id, user_id, scope, expires_at, family_id, resource) VALUES (?, ?, ?, ?, ?, ?, ?)',
       )
       .run(
         sha256Base64Url(token),
@@ -127,6 +139,7 @@ export class GrantStore {
         grant.scope,
         expiresAt,
         grant.familyId,
+        grant.resource ?? null,
       );
     return { token, expiresAt };
   }
@@ -153,6 +166,7 @@ export class GrantStore {
       scope: row.scope,
       familyId: row.family_id,
       expiresAt: row.expires_at,
+      ...(row.resource ? { resource: row.resource } : {}),
     };
   }
 

@@ -10,6 +10,7 @@ import {
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Application, AppStore } from '../apps.js';
 import type { KeyStore } from '../keys.js';
+import { type ApiResource, type ApiResourceStore, mayReceive } from '../resources.js';
 import type { RoleStore } from '../scim/roles.js';
 import type { UserStore } from '../scim/users.js';
 import { currentUserScopes, isActiveUser } from '../subjects.js';
@@ -27,6 +28,7 @@ export type OAuthRouteOptions = {
   keys: KeyStore;
   users: UserStore;
   roles: RoleStore;
+  resources: ApiResourceStore;
   /** Public base URL, e.g. https://localhost:9443. */
   baseUrl: () => string;
   knownScopes: readonly string[];
@@ -80,12 +82,24 @@ const AUTHORIZE_PARAMS = [
   'code_challenge_method',
   'state',
   'scope',
+  'resource',
 ] as const;
 
 /** The OAuth 2.0 endpoints under /oauth2 plus RFC 8414 metadata. */
 export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptions): Promise<void> {
-  const { apps, tokens, grants, keys, users, roles, baseUrl, transactions, limits, clock } =
-    options;
+  const {
+    apps,
+    tokens,
+    grants,
+    keys,
+    users,
+    roles,
+    resources,
+    baseUrl,
+    transactions,
+    limits,
+    clock,
+  } = options;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof OAuthFailure) {
@@ -181,11 +195,16 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         'Public clients cannot use client_credentials',
       );
     }
-    const scopes = intersect(splitScope(form.get('scope')), client.scopes);
+    const resource = resolveResource(client, form.getAll('resource'), 'client_credentials');
+    const scopes = intersect(
+      intersect(splitScope(form.get('scope')), client.scopes),
+      resource?.scopes ?? client.scopes,
+    );
     const { token, expiresIn } = await tokens.issue({
       clientId: client.clientId,
       subject: client.clientId,
       scopes,
+      ...(resource ? { audiences: [resource.identifier] } : {}),
     });
     return {
       access_token: token,
@@ -195,10 +214,59 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     };
   };
 
-  /** What the user may have now: requested ∩ the client's scopes ∩ the user's current roles. */
-  const narrowToUser = (client: Application, userId: string, requested: readonly string[]) => {
+  /**
+   * RFC 8707: the API resource a request names, when the client may receive it; unknown or
+   * unavailable resources are `invalid_target`. One resource per request.
+   */
+  const resolveResource = (
+    client: Application,
+    identifiers: readonly string[],
+    flow: 'user' | 'client_credentials',
+  ): ApiResource | undefined => {
+    if (identifiers.length === 0) return undefined;
+    if (identifiers.length > 1) {
+      throw new OAuthFailure(400, 'invalid_target', 'Only one resource may be requested');
+    }
+    const resource = resources.get(identifiers[0]!);
+    if (!resource || !mayReceive(resource, client, flow)) {
+      throw new OAuthFailure(
+        400,
+        'invalid_target',
+        'The resource is unknown or not available to this client',
+      );
+    }
+    return resource;
+  };
+
+  /**
+   * What the user may have now: requested ∩ the client's scopes ∩ the user's current roles
+   * (∩ the scopes the resource offers, when the token is for one).
+   */
+  const narrowToUser = (
+    client: Application,
+    userId: string,
+    requested: readonly string[],
+    resource: ApiResource | undefined,
+  ) => {
     const allowed = currentUserScopes(roles, userId);
-    return intersect(requested, client.scopes).filter((s) => allowed.has(s));
+    const offered = resource ? new Set(resource.scopes) : undefined;
+    return intersect(requested, client.scopes).filter(
+      (s) => allowed.has(s) && (!offered || offered.has(s)),
+    );
+  };
+
+  /** The resource of a token request: the one the grant was for, or one it may add. */
+  const grantResource = (
+    client: Application,
+    form: URLSearchParams,
+    bound: string | undefined,
+  ): ApiResource | undefined => {
+    const asked = form.getAll('resource');
+    if (bound === undefined) return resolveResource(client, asked, 'user');
+    if (asked.length > 0 && (asked.length > 1 || asked[0] !== bound)) {
+      throw new OAuthFailure(400, 'invalid_target', 'The resource differs from the authorized one');
+    }
+    return resolveResource(client, [bound], 'user');
   };
 
   const userTokens = async (
@@ -206,16 +274,24 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     userId: string,
     scopes: string[],
     familyId: string,
+    resource: ApiResource | undefined,
   ) => {
     const { token, expiresIn, claims } = await tokens.issue({
       clientId: client.clientId,
       subject: userId,
       scopes,
+      ...(resource ? { audiences: [resource.identifier] } : {}),
     });
     grants.recordAccessToken(familyId, claims.jti, claims.exp);
     const scope = scopes.join(' ');
     const refreshToken = client.grantTypes.includes('refresh_token')
-      ? grants.issueRefreshToken({ clientId: client.clientId, userId, scope, familyId }).token
+      ? grants.issueRefreshToken({
+          clientId: client.clientId,
+          userId,
+          scope,
+          familyId,
+          ...(resource ? { resource: resource.identifier } : {}),
+        }).token
       : undefined;
     return {
       access_token: token,
@@ -258,8 +334,9 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     if (!isActiveUser(users, code.userId)) {
       throw new OAuthFailure(400, 'invalid_grant', 'The user is no longer active');
     }
-    const scopes = narrowToUser(client, code.userId, splitScope(code.scope));
-    return userTokens(client, code.userId, scopes, code.grantId);
+    const resource = grantResource(client, form, code.resource);
+    const scopes = narrowToUser(client, code.userId, splitScope(code.scope), resource);
+    return userTokens(client, code.userId, scopes, code.grantId, resource);
   };
 
   /**
@@ -290,11 +367,12 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     if (!asked.every((s) => granted.includes(s))) {
       throw new OAuthFailure(400, 'invalid_scope', 'The requested scope exceeds the granted scope');
     }
-    const scopes = narrowToUser(client, grant.userId, asked);
+    const resource = grantResource(client, form, grant.resource);
+    const scopes = narrowToUser(client, grant.userId, asked, resource);
     if (grants.rotateRefreshToken(presented).outcome !== 'rotated') {
       throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
     }
-    return userTokens(client, grant.userId, scopes, grant.familyId);
+    return userTokens(client, grant.userId, scopes, grant.familyId, resource);
   };
 
   app.post('/oauth2/revoke', async (request, reply) => {
@@ -406,6 +484,14 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     if (params.code_challenge_method !== 'S256') {
       throw new AuthorizeError('code_challenge_method must be S256.');
     }
+    if (params.resource !== undefined) {
+      try {
+        resolveResource(client, [params.resource], 'user');
+      } catch (error) {
+        if (error instanceof OAuthFailure) throw new AuthorizeError(error.description, error.error);
+        throw error;
+      }
+    }
     return client;
   };
 
@@ -457,6 +543,24 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     );
   };
 
+  /**
+   * Errors found before client and redirect URI are known good are shown, never redirected
+   * (open redirects); later ones go back to the client (RFC 6749 §4.1.2.1).
+   */
+  const authorizeFailure = (
+    reply: FastifyReply,
+    params: Record<string, string>,
+    error: AuthorizeError,
+  ) => {
+    if (!error.error) return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
+    const target = new URL(params.redirect_uri!);
+    target.searchParams.set('error', error.error);
+    target.searchParams.set('error_description', error.message);
+    if (params.state !== undefined) target.searchParams.set('state', params.state);
+    target.searchParams.set('iss', tokens.issuer);
+    return reply.header('cache-control', 'no-store').redirect(target.toString(), 302);
+  };
+
   app.get('/oauth2/authorize', async (request, reply) => {
     // Each rendered form holds a transaction: one address cannot fill the table.
     const decision = formsPerIp.reserve(request.ip);
@@ -470,9 +574,7 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     try {
       return showLogin(reply, validateAuthorize(params), params);
     } catch (error) {
-      if (error instanceof AuthorizeError) {
-        return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
-      }
+      if (error instanceof AuthorizeError) return authorizeFailure(reply, params, error);
       throw error;
     }
   });
@@ -484,9 +586,7 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     try {
       client = validateAuthorize(params);
     } catch (error) {
-      if (error instanceof AuthorizeError) {
-        return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
-      }
+      if (error instanceof AuthorizeError) return authorizeFailure(reply, params, error);
       throw error;
     }
     // The token must be this browser's (cookie) and name a live, unused transaction made for
@@ -528,13 +628,15 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         userName,
       );
     }
-    const scope = narrowToUser(client, userId, splitScope(params.scope ?? '')).join(' ');
+    const resource = resolveResource(client, params.resource ? [params.resource] : [], 'user');
+    const scope = narrowToUser(client, userId, splitScope(params.scope ?? ''), resource).join(' ');
     const code = grants.issueCode({
       clientId: client.clientId,
       userId,
       redirectUri: params.redirect_uri!,
       codeChallenge: params.code_challenge!,
       scope,
+      ...(resource ? { resource: resource.identifier } : {}),
     });
     const target = new URL(params.redirect_uri!);
     target.searchParams.set('code', code);
@@ -544,7 +646,15 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
   });
 }
 
-class AuthorizeError extends Error {}
+/** An authorize request that cannot go on; with an `error` code, the client is told by redirect. */
+class AuthorizeError extends Error {
+  constructor(
+    message: string,
+    readonly error?: string,
+  ) {
+    super(message);
+  }
+}
 
 function pickAuthorizeParams(source: Record<string, unknown>): Record<string, string> {
   const params: Record<string, string> = {};
