@@ -33,8 +33,8 @@ import { scimRoutes } from './scim/routes.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { ScimService } from './scim/service.js';
 import { UserStore } from './scim/users.js';
-import { isActiveUser } from './subjects.js';
-import { TokenService } from './tokens.js';
+import { currentUserScopes, isActiveUser } from './subjects.js';
+import { isUserToken, TokenService } from './tokens.js';
 
 export type IdpOptions = {
   /** Directory for the database and TLS material; created if missing. */
@@ -270,6 +270,10 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       service: core.service,
       tokens: core.tokens,
       locations: core.locations,
+      heldScopes: (claims) =>
+        isUserToken(claims)
+          ? currentUserScopes(core.service.roles, claims.sub)
+          : new Set(core.apps.get(claims.client_id)?.scopes ?? []),
     });
     app.addHook('onClose', async () => core.db.close());
 

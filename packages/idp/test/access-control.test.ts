@@ -94,9 +94,26 @@ describe('SCIM access is decided on the matched route', async () => {
       schemas: [PATCH_OP],
       Operations: [{ op: 'add', path: 'users', value: [{ value: userId }] }],
     });
+    /** A token of an application authorized for exactly `scopes`: it holds nothing else. */
+    const delegateToken = async (scopes: string[]) => {
+      const clientId = next('delegate');
+      const { clientSecret } = await idp.admin.apps.create({ name: clientId, clientId, scopes });
+      const response = await fetch(`${idp.url}/oauth2/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ grant_type: 'client_credentials', scope: scopes.join(' ') }),
+      });
+      return ((await response.json()) as { access_token: string }).access_token;
+    };
 
     it('Roles PATCH users: only roles whose permissions the caller holds', async () => {
-      const token = await idp.token(['internal_role_mgt_users_update', 'internal_user_mgt_list']);
+      const token = await delegateToken([
+        'internal_role_mgt_users_update',
+        'internal_user_mgt_list',
+      ]);
       const userId = await newUser();
       const escalate = await idp.scim('PATCH', `/v2/Roles/${adminRole}`, {
         token,
@@ -111,7 +128,7 @@ describe('SCIM access is decided on the matched route', async () => {
       expect([...idp.admin.service.roles.permissionsOfUser(userId)]).toEqual([
         'internal_user_mgt_list',
       ]);
-      const manager = await idp.token(['internal_role_mgt_update']);
+      const manager = await delegateToken(['internal_role_mgt_update']);
       expect(
         (
           await idp.scim('PATCH', `/v2/Roles/${adminRole}`, {
@@ -120,10 +137,22 @@ describe('SCIM access is decided on the matched route', async () => {
           })
         ).status,
       ).toBe(200);
+      // An application that holds every permission may delegate with the operation scope alone
+      // (assign_role_to_user's anyOf rule).
+      const backend = await idp.token(['internal_role_mgt_users_update']);
+      const other = await newUser();
+      expect(
+        (
+          await idp.scim('PATCH', `/v2/Roles/${adminRole}`, {
+            token: backend,
+            body: addUser(other),
+          })
+        ).status,
+      ).toBe(200);
     });
 
     it('Roles POST and PATCH permissions with operation scopes: only permissions held', async () => {
-      const token = await idp.token([
+      const token = await delegateToken([
         'internal_role_mgt_permissions_update',
         'internal_user_mgt_list',
       ]);
@@ -145,7 +174,7 @@ describe('SCIM access is decided on the matched route', async () => {
       });
       expect(patch.status).toBe(403);
       // The role-management scope of the change is what lets a caller grant beyond itself.
-      const creator = await idp.token(['internal_role_mgt_create']);
+      const creator = await delegateToken(['internal_role_mgt_create']);
       const created = await idp.scim('POST', '/v2/Roles', {
         token: creator,
         body: { displayName: next('r'), permissions: [{ value: 'internal_user_mgt_delete' }] },
@@ -167,7 +196,7 @@ describe('SCIM access is decided on the matched route', async () => {
       const userName = next('m');
       const userId = (await idp.scim('POST', '/Users', { body: userBody(userName) })).body
         .id as string;
-      const token = await idp.token(['internal_group_mgt_update']);
+      const token = await delegateToken(['internal_group_mgt_update']);
       const join = (id: string) =>
         idp.scim('PATCH', `/Groups/${id}`, {
           token,
@@ -184,7 +213,7 @@ describe('SCIM access is decided on the matched route', async () => {
     });
 
     it('Bulk: a role operation grants only what the caller holds', async () => {
-      const token = await idp.token(['internal_bulk_resource_create']);
+      const token = await delegateToken(['internal_bulk_resource_create']);
       const response = await idp.scim('POST', '/Bulk', {
         token,
         body: {

@@ -68,7 +68,7 @@ async function backendToken(url: string): Promise<string> {
     body: new URLSearchParams({
       grant_type: 'client_credentials',
       scope:
-        'internal_user_mgt_create internal_user_mgt_list internal_group_mgt_update internal_group_mgt_view internal_role_mgt_update',
+        'internal_user_mgt_create internal_user_mgt_list internal_group_mgt_update internal_group_mgt_view',
     }),
   });
   expect(response.status).toBe(200);

@@ -115,7 +115,7 @@ async function runOperation(
     const id = idOf(operation.path, created);
     // Inside a bulk request, role operations were authorized by the bulk scopes above; what
     // they grant is still limited to what the caller holds.
-    const roleAccess: Access = { granted: true, scopes: access.scopes };
+    const roleAccess: Access = { ...access, granted: true };
     switch (`${operation.method} ${operation.resource}`) {
       case 'POST Users':
         return await service.createUser('user', data);

@@ -2,24 +2,26 @@ import { forbidden } from './errors.js';
 import type { PatchOperation } from './patch.js';
 import type { RoleRecord, RoleStore } from './roles.js';
 import { ROLE_MANAGEMENT_SCOPES } from './scopes.js';
+import type { Access } from './service.js';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * Least privilege for delegation: a caller may hand out only permissions its own token holds,
- * unless it holds the role-management scope of the change (creating a role, or changing one).
- * Applies to every way of granting — a role's permissions, users and groups (HTTP or Bulk,
- * where operation scopes alone let the request in), and members of a group that carries roles.
+ * Least privilege for delegation: a caller may hand out only permissions it holds itself (a
+ * user: through their roles; an application: its authorized scopes), unless its token carries
+ * the role-management scope of the change (creating a role, or changing one). Applies to every
+ * way of granting — a role's permissions, users and groups (HTTP or Bulk, where operation
+ * scopes alone let the request in), and members of a group that carries roles.
  */
 export function assertMayGrant(
-  scopes: ReadonlySet<string>,
+  access: Access,
   permissions: Iterable<string>,
   change: keyof typeof ROLE_MANAGEMENT_SCOPES,
 ): void {
-  if (scopes.has(ROLE_MANAGEMENT_SCOPES[change])) return;
-  for (const permission of permissions) if (!scopes.has(permission)) throw forbidden();
+  if (access.scopes.has(ROLE_MANAGEMENT_SCOPES[change])) return;
+  for (const permission of permissions) if (!access.held.has(permission)) throw forbidden();
 }
 
 /** Permissions named in a role body (create or replace). */

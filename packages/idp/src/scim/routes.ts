@@ -22,6 +22,8 @@ export type ScimRouteOptions = {
   service: ScimService;
   tokens: TokenService;
   locations: Locations;
+  /** What the token's subject holds now (a user's role permissions, an application's scopes). */
+  heldScopes: (claims: AccessTokenClaims) => ReadonlySet<string>;
 };
 
 type RequestAccess = Access & { claims?: AccessTokenClaims };
@@ -36,7 +38,7 @@ const ACCEPTED_INPUT = new Set([
 
 /** Registers /scim2 (as a prefix plugin): the access valve, the resources and discovery. */
 export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
-  const { service, tokens, locations } = options;
+  const { service, tokens, locations, heldScopes } = options;
   const access = new WeakMap<FastifyRequest, RequestAccess>();
 
   app.addHook('onRequest', async (request, reply) => {
@@ -57,7 +59,12 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     }
     const decision = decideAccess(rule, new Set(claims.scope.split(' ').filter(Boolean)));
     if (!decision.allowed) return valveError(reply, 403);
-    access.set(request, { granted: decision.granted, scopes: decision.scopes, claims });
+    access.set(request, {
+      granted: decision.granted,
+      scopes: decision.scopes,
+      held: heldScopes(claims),
+      claims,
+    });
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -75,7 +82,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   );
 
   const accessOf = (request: FastifyRequest): RequestAccess =>
-    access.get(request) ?? { granted: false, scopes: new Set() };
+    access.get(request) ?? { granted: false, scopes: new Set(), held: new Set() };
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
   const listQuery = (request: FastifyRequest): ListQuery => {
     const q = request.query as Record<string, unknown>;

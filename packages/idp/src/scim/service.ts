@@ -31,7 +31,12 @@ type Json = Record<string, unknown>;
 export type ScimResponse = { status: number; body?: Json; location?: string };
 
 /** What the valve decided for the request: operation scopes are checked when not `granted`. */
-export type Access = { granted: boolean; scopes: ReadonlySet<string> };
+export type Access = {
+  granted: boolean;
+  scopes: ReadonlySet<string>;
+  /** What the caller holds and so may hand out: a user's role permissions, an application's scopes. */
+  held: ReadonlySet<string>;
+};
 
 export type ListQuery = {
   filter?: unknown;
@@ -128,14 +133,14 @@ export class ScimService {
 
   replaceGroup(id: string, body: unknown, access: Access): ScimResponse {
     if (groupWriteAddsMembers(body))
-      assertMayGrant(access.scopes, permissionsOfGroup(this.roles, id), 'update');
+      assertMayGrant(access, permissionsOfGroup(this.roles, id), 'update');
     return this.groupResponse(this.groups.replace(id, body));
   }
 
   patchGroup(id: string, body: unknown, access: Access): ScimResponse {
     const operations = readPatchOperations(body);
     if (groupWriteAddsMembers(operations)) {
-      assertMayGrant(access.scopes, permissionsOfGroup(this.roles, id), 'update');
+      assertMayGrant(access, permissionsOfGroup(this.roles, id), 'update');
     }
     return this.groupResponse(this.groups.patch(id, operations));
   }
@@ -165,7 +170,7 @@ export class ScimService {
 
   createRole(body: unknown, access: Access): ScimResponse {
     checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
-    assertMayGrant(access.scopes, permissionsOfRoleBody(body), 'create');
+    assertMayGrant(access, permissionsOfRoleBody(body), 'create');
     const role = this.roles.create(body);
     return {
       status: 201,
@@ -180,7 +185,7 @@ export class ScimService {
 
   replaceRole(id: string, body: unknown, access: Access): ScimResponse {
     checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
-    assertMayGrant(access.scopes, permissionsOfRoleBody(body), 'update');
+    assertMayGrant(access, permissionsOfRoleBody(body), 'update');
     return this.roleResponse(this.roles.replace(id, body));
   }
 
@@ -188,7 +193,7 @@ export class ScimService {
     const operations = readPatchOperations(body);
     checkRoleOperationScopes(RoleStore.sectionsOfPatch(operations), access);
     const granted = permissionsGrantedByRolePatch(this.roles.find(id), operations);
-    assertMayGrant(access.scopes, granted, 'update');
+    assertMayGrant(access, granted, 'update');
     return this.roleResponse(this.roles.patch(id, operations));
   }
 
