@@ -59,10 +59,15 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     }
     const decision = decideAccess(rule, new Set(claims.scope.split(' ').filter(Boolean)));
     if (!decision.allowed) return valveError(reply, 403);
+    // Read from the database only by the writes that grant something.
+    let held: ReadonlySet<string> | undefined;
     access.set(request, {
       granted: decision.granted,
       scopes: decision.scopes,
-      held: heldScopes(claims),
+      get held() {
+        held ??= heldScopes(claims);
+        return held;
+      },
       claims,
     });
   });
