@@ -23,7 +23,7 @@ export {
   ApiResourceStore,
   validateApiResource,
 } from './resources.js';
-export { type RouteAccess, routeAccess } from './route-access.js';
+export { type RouteAccess, requireAccessRules, routeAccess } from './route-access.js';
 export { ACCESS_RULES, type AccessRule, findAccessRule, KNOWN_SCOPES } from './scim/scopes.js';
 export {
   type IdpAdmin,

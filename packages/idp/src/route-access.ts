@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import { type AccessRule, findAccessRule } from './scim/scopes.js';
 
 /**
@@ -29,4 +30,21 @@ export function routeAccess(method: string, route: string): RouteAccess | undefi
   if (PUBLIC_ROUTES.has(`${asked} ${route}`)) return { kind: 'public' };
   const rule = findAccessRule(method, route);
   return rule ? { kind: 'scim', rule } : undefined;
+}
+
+/**
+ * Deny by default at registration: from now on `app` refuses (fails to start) any route without
+ * an access rule. Returns the list of registered routes (`METHOD /pattern`), filled as they are.
+ */
+export function requireAccessRules(app: FastifyInstance): readonly string[] {
+  const routes: string[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      if (!routeAccess(method, route.url)) {
+        throw new Error(`IdP route ${method} ${route.url} has no access rule`);
+      }
+      routes.push(`${method} ${route.url}`);
+    }
+  });
+  return routes;
 }

@@ -24,7 +24,7 @@ import { GrantStore } from './oauth/grants.js';
 import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes.js';
 import { LoginTransactions } from './oauth/transactions.js';
 import { ApiResourceStore } from './resources.js';
-import { routeAccess } from './route-access.js';
+import { requireAccessRules } from './route-access.js';
 import { MAX_BULK_PAYLOAD } from './scim/bulk.js';
 import { GroupStore } from './scim/groups.js';
 import { Locations } from './scim/render.js';
@@ -208,16 +208,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       bodyLimit: MAX_BULK_PAYLOAD,
       ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
     });
-    // Deny by default: a route without an access rule cannot be registered.
-    const routes: string[] = [];
-    app.addHook('onRoute', (route) => {
-      for (const method of [route.method].flat()) {
-        if (!routeAccess(method, route.url)) {
-          throw new Error(`IdP route ${method} ${route.url} has no access rule`);
-        }
-        routes.push(`${method} ${route.url}`);
-      }
-    });
+    const routes = requireAccessRules(app);
     // Every route reads its own body, so each surface answers bad input in its own shape.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>

@@ -1,4 +1,5 @@
-import { ACCESS_RULES, routeAccess } from '@mcp-identity/idp';
+import { ACCESS_RULES, requireAccessRules, routeAccess } from '@mcp-identity/idp';
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { ALL_SCOPES, createUserWithRole, signIn, startTestIdp, userBody } from './helpers.js';
 
@@ -22,6 +23,16 @@ describe('SCIM access is decided on the matched route', async () => {
     for (const rule of ACCESS_RULES) {
       for (const method of rule.methods) expect(idp.routes).toContain(`${method} ${rule.route}`);
     }
+  });
+
+  it('cannot register a route without an access rule', async () => {
+    const app = Fastify();
+    requireAccessRules(app);
+    app.get('/oauth2/jwks', async () => ({}));
+    expect(() => app.get('/scim2/Users/:id/secrets', async () => ({}))).toThrow(
+      'IdP route GET /scim2/Users/:id/secrets has no access rule',
+    );
+    await app.close();
   });
 
   it('refuses a scopeless token on percent-encoded SCIM paths', async () => {
