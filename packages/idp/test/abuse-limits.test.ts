@@ -1,3 +1,4 @@
+import { openIdpData } from '@mcp-identity/idp';
 import { describe, expect, it } from 'vitest';
 import {
   authorizeRequest,
@@ -116,5 +117,37 @@ describe('registration rate limit', async () => {
     const limited = responses.find((r) => r.status === 429)!;
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(idp.admin.apps.countDynamic()).toBe(20);
+  });
+});
+
+describe('redirect URI policy for applications created by bootstrap or CLI', () => {
+  it('refuses user-info, fragments and non-allow-listed schemes', async () => {
+    const data = openIdpData(':memory:');
+    try {
+      for (const uri of [
+        'https://user:pw@app.example/cb',
+        'https://app.example/cb#f',
+        'javascript:alert(1)',
+        'http://evil.example/cb',
+      ]) {
+        await expect(
+          data.apps.create({
+            name: 'web',
+            grantTypes: ['authorization_code'],
+            redirectUris: [uri],
+          }),
+        ).rejects.toThrow(/redirect URI/);
+      }
+      const { app } = await data.apps.create({
+        name: 'web',
+        grantTypes: ['authorization_code'],
+        redirectUris: ['https://app.example/cb'],
+      });
+      expect(() => data.apps.update(app.clientId, { redirectUris: ['jar:https://x/cb'] })).toThrow(
+        /redirect URI/,
+      );
+    } finally {
+      data.close();
+    }
   });
 });
