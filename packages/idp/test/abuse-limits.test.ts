@@ -143,9 +143,9 @@ describe('redirect URI policy for applications created by bootstrap or CLI', () 
         grantTypes: ['authorization_code'],
         redirectUris: ['https://app.example/cb'],
       });
-      expect(() => data.apps.update(app.clientId, { redirectUris: ['jar:https://x/cb'] })).toThrow(
-        /redirect URI/,
-      );
+      expect(() =>
+        data.apps.update(app.clientId, { name: 'web', redirectUris: ['jar:https://x/cb'] }),
+      ).toThrow(/redirect URI/);
     } finally {
       data.close();
     }
