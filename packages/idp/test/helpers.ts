@@ -38,12 +38,6 @@ export async function startTestIdp(
     http: true,
     port: 0,
     logger: createLogger({ level: 'silent' }),
-    // Tests sign in and register clients far more often than a person would.
-    limits: {
-      registrationsPerIpPerHour: 10_000,
-      authorizeRequestsPerIpPerMinute: 10_000,
-      loginAttemptsPerIp: 10_000,
-    },
     bootstrap: {
       customAttributes: [
         { name: 'customerTier', type: 'string' },
@@ -54,6 +48,13 @@ export async function startTestIdp(
       ],
     },
     ...extra,
+    // Tests sign in and register clients far more often than a person would.
+    limits: {
+      registrationsPerIpPerHour: 10_000,
+      authorizeRequestsPerIpPerMinute: 10_000,
+      loginAttemptsPerIp: 10_000,
+      ...extra.limits,
+    },
   });
   afterAll(() => idp.close());
   const token = async (scopes: readonly string[]) => {

@@ -49,7 +49,7 @@ export type OAuthLimits = {
   /** Sign-in attempts per client IP per window (successful ones are given back); 429 beyond. */
   loginAttemptsPerIp: number;
   loginWindowSeconds: number;
-  /** Login forms rendered per client IP per minute; 429 beyond. */
+  /** Authorize requests (GET and POST) per client IP per minute; 429 beyond. */
   authorizeRequestsPerIpPerMinute: number;
 };
 
@@ -74,6 +74,8 @@ class OAuthFailure extends Error {
 }
 
 const CSRF_COOKIE = 'idp_csrf';
+/** A login form post carries a few short fields; this bounds what a transaction row can hold. */
+const MAX_LOGIN_FORM_BYTES = 16_384;
 const AUTHORIZE_PARAMS = [
   'client_id',
   'redirect_uri',
@@ -579,7 +581,15 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     }
   });
 
-  app.post('/oauth2/authorize', async (request, reply) => {
+  app.post('/oauth2/authorize', { bodyLimit: MAX_LOGIN_FORM_BYTES }, async (request, reply) => {
+    // Every refused form renders a new one (a transaction row): bounded per address too.
+    const formDecision = formsPerIp.reserve(request.ip);
+    if (!formDecision.allowed) {
+      reply.header('retry-after', String(formDecision.retryAfterSeconds));
+      return setHtmlSecurityHeaders(reply.code(429)).send(
+        errorPage('Too many sign-in requests from your address. Try again in a minute.'),
+      );
+    }
     const form = readForm(request);
     const params = pickAuthorizeParams(Object.fromEntries(form));
     let client: Application;
