@@ -44,6 +44,7 @@ describe('SCIM access is decided on the matched route', async () => {
       ['DELETE', `/%55sers/${userId}`],
       ['GET', `/%55sers/${userId}`],
       ['GET', '/%55sers'],
+      ['HEAD', '/%55sers'],
       ['POST', '/%55sers', userBody(next('u'))],
       ['POST', '/%47roups', { displayName: next('g') }],
       ['GET', '/%47roups'],
