@@ -125,6 +125,21 @@ describe('API resources (RFC 8707)', async () => {
     }
   });
 
+  it('refuses more than one resource, and any other authorize parameter given twice', async () => {
+    const clientId = await registerClient(idp);
+    const { params } = authorizeRequest(clientId, LIST, { resource: GATEWAY });
+    const query = new URLSearchParams(params);
+    query.append('resource', CLOSED);
+    const two = await fetch(`${idp.url}/oauth2/authorize?${query}`, { redirect: 'manual' });
+    expect(two.status).toBe(302);
+    expect(new URL(two.headers.get('location')!).searchParams.get('error')).toBe('invalid_target');
+    const twice = new URLSearchParams(params);
+    twice.append('client_id', clientId);
+    const repeated = await fetch(`${idp.url}/oauth2/authorize?${twice}`, { redirect: 'manual' });
+    expect(repeated.status).toBe(400);
+    expect(repeated.headers.get('location')).toBeNull();
+  });
+
   it('the backend application never gets the gateway audience', async () => {
     const backend = await clientCredentials(idp, 'scim-backend', 'backend-secret', {
       scope: LIST,

@@ -467,7 +467,9 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
   });
 
   /** Validates an authorize request; failures are shown, never redirected (open redirects). */
-  const validateAuthorize = (params: Record<string, string>): Application => {
+  const validateAuthorize = (params: Record<string, string>, repeated: string[]): Application => {
+    const once = repeated.filter((name) => name !== 'resource');
+    if (once.length) throw new AuthorizeError(`The parameter ${once[0]} must be given once.`);
     const client = apps.get(params.client_id ?? '');
     if (!client?.grantTypes.includes('authorization_code')) {
       throw new AuthorizeError(
@@ -485,6 +487,9 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     if (!params.code_challenge) throw new AuthorizeError('code_challenge is required (PKCE).');
     if (params.code_challenge_method !== 'S256') {
       throw new AuthorizeError('code_challenge_method must be S256.');
+    }
+    if (repeated.includes('resource')) {
+      throw new AuthorizeError('Only one resource may be requested', 'invalid_target');
     }
     if (params.resource !== undefined) {
       try {
@@ -572,9 +577,9 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         errorPage('Too many sign-in requests from your address. Try again in a minute.'),
       );
     }
-    const params = pickAuthorizeParams(request.query as Record<string, unknown>);
+    const { params, repeated } = pickAuthorizeParams(request.query as Record<string, unknown>);
     try {
-      return showLogin(reply, validateAuthorize(params), params);
+      return showLogin(reply, validateAuthorize(params, repeated), params);
     } catch (error) {
       if (error instanceof AuthorizeError) return authorizeFailure(reply, params, error);
       throw error;
@@ -591,10 +596,10 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
       );
     }
     const form = readForm(request);
-    const params = pickAuthorizeParams(Object.fromEntries(form));
+    const { params, repeated } = pickAuthorizeParams(formFields(form));
     let client: Application;
     try {
-      client = validateAuthorize(params);
+      client = validateAuthorize(params, repeated);
     } catch (error) {
       if (error instanceof AuthorizeError) return authorizeFailure(reply, params, error);
       throw error;
@@ -666,13 +671,32 @@ class AuthorizeError extends Error {
   }
 }
 
-function pickAuthorizeParams(source: Record<string, unknown>): Record<string, string> {
+/**
+ * The authorize parameters, each given at most once (RFC 6749 §3.1); `repeated` names those
+ * given more than once, which are left out.
+ */
+function pickAuthorizeParams(source: Record<string, unknown>): {
+  params: Record<string, string>;
+  repeated: string[];
+} {
   const params: Record<string, string> = {};
+  const repeated: string[] = [];
   for (const name of AUTHORIZE_PARAMS) {
     const value = source[name];
     if (typeof value === 'string') params[name] = value;
+    else if (Array.isArray(value)) repeated.push(name);
   }
-  return params;
+  return { params, repeated };
+}
+
+/** The form's fields, repeated ones as arrays (as the query string parser gives them). */
+function formFields(form: URLSearchParams): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const name of new Set(form.keys())) {
+    const values = form.getAll(name);
+    fields[name] = values.length > 1 ? values : values[0];
+  }
+  return fields;
 }
 
 function readForm(request: FastifyRequest): URLSearchParams {
