@@ -84,7 +84,7 @@ runMain(async () => {
     },
     strict: true,
   });
-  const options: GatewayOptions = { handleSignals: true };
+  const options: GatewayOptions = { handleSignals: true, guardProcess: true };
   if (values.config) options.configFile = values.config;
   if (values['data-dir']) options.dataDir = values['data-dir'];
   const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;

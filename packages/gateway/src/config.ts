@@ -54,7 +54,9 @@ export interface GatewayConfig {
   keyManagers: KeyManagerConfig[];
   jwt: JwtSettings;
   managementUsers: ManagementUser[];
-  limits: { maxRequestBodyBytes: number; idleTimeoutMs: number };
+  limits: { maxRequestBodyBytes: number; maxInflightRequestBytes: number; idleTimeoutMs: number };
+  /** Browser origins allowed on `/mcp` besides the gateway's own and loopback ones. */
+  allowedOrigins: string[];
   /** PostgreSQL shared by every instance; without `url`, SQLite in the data directory. */
   database: { url?: string; reconcileIntervalMs: number };
   logLevel: string;
@@ -81,6 +83,7 @@ const CONFIG_SCHEMA = {
         https_port: port,
         http_port: port,
         management_port: port,
+        allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/]+$' } },
       },
     },
     tls: {
@@ -94,6 +97,7 @@ const CONFIG_SCHEMA = {
       additionalProperties: false,
       properties: {
         max_request_body_bytes: { type: 'integer', minimum: 1 },
+        max_inflight_request_bytes: { type: 'integer', minimum: 1 },
         idle_timeout: duration,
       },
     },
@@ -271,6 +275,18 @@ export function resolveConfig(
   if (reconcile !== undefined && (parseDurationMs(reconcile) ?? 100) < 100) {
     problems.push({ key: 'database.reconcile_interval', message: 'must be at least 100ms' });
   }
+  const rawLimits = (doc.limits ?? {}) as Record<string, unknown>;
+  if (
+    typeof rawLimits.max_inflight_request_bytes === 'number' &&
+    rawLimits.max_inflight_request_bytes <
+      ((rawLimits.max_request_body_bytes as number) ?? 1024 * 1024)
+  ) {
+    problems.push({
+      key: 'limits.max_inflight_request_bytes',
+      message:
+        'must be at least limits.max_request_body_bytes (or no body of that size could ever be read)',
+    });
+  }
   const jwt = (doc.policy_configurations?.jwtauth_v1 ?? {}) as Record<string, unknown>;
   const rawManagers = (Array.isArray(jwt.keymanagers) ? jwt.keymanagers : []) as Array<
     Record<string, unknown>
@@ -325,7 +341,8 @@ export function resolveConfig(
   const databaseUrl = options.databaseUrl ?? (database.url as string | undefined);
 
   const config: GatewayConfig = {
-    host: (listeners.host as string | undefined) ?? '0.0.0.0',
+    // Loopback unless configured: exposing the proxies on the network is a deliberate choice.
+    host: (listeners.host as string | undefined) ?? '127.0.0.1',
     managementHost: (listeners.management_host as string | undefined) ?? '127.0.0.1',
     ports: {
       https: (listeners.https_port as number | undefined) ?? 8443,
@@ -345,8 +362,11 @@ export function resolveConfig(
       tokenCacheTtlMs: durationMs(jwt.tokencachettl, 300_000),
     },
     managementUsers: users,
+    allowedOrigins: (listeners.allowed_origins as string[] | undefined) ?? [],
     limits: {
       maxRequestBodyBytes: (limits.max_request_body_bytes as number | undefined) ?? 1024 * 1024,
+      maxInflightRequestBytes:
+        (limits.max_inflight_request_bytes as number | undefined) ?? 64 * 1024 * 1024,
       idleTimeoutMs: durationMs(limits.idle_timeout, 300_000),
     },
     database: { reconcileIntervalMs: durationMs(database.reconcile_interval, 5_000) },

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import {
   createApp,
   createLogger,
+  createOriginPolicy,
   ensureSelfSignedCertificate,
   type Logger,
   loadTlsFiles,
@@ -11,12 +13,15 @@ import {
   startServer,
 } from '@mcp-identity/common';
 import { TokenVerifier } from './auth/verifier.js';
+import { BodyBudget } from './body-budget.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
 import { type ControlPlane, createControlPlane } from './control-plane.js';
-import { registerDataPlane } from './data-plane.js';
+import { Listener } from './listener.js';
 import { GatewayMetrics } from './metrics.js';
+import { installProcessGuard } from './process-guard.js';
 import { type ProxyEntry, ProxyMirror } from './proxy-sync.js';
 import { ProxyRegistry } from './registry.js';
+import { registerDataPlane } from './routing.js';
 
 export interface GatewayOptions {
   /** A resolved configuration (see `resolveConfig`); wins over `configFile` and `settings`. */
@@ -41,6 +46,11 @@ export interface GatewayOptions {
   onGeneratedAdmin?: (username: string, password: string) => void;
   /** Close on SIGINT/SIGTERM (default false; `gateway serve` turns it on). */
   handleSignals?: boolean;
+  /**
+   * Log and count (`mcp_gateway_uncaught_errors_total`) errors that escape every handler
+   * instead of letting them end the process (default false; `gateway serve` turns it on).
+   */
+  guardProcess?: boolean;
 }
 
 export interface RunningGateway {
@@ -80,6 +90,21 @@ export function gatewayConfigOf(options: GatewayOptions): GatewayConfig {
   );
 }
 
+/** Where the configuration came from and what it chose, for the `gateway started` log line. */
+export function startupFacts(
+  options: GatewayOptions,
+  config: GatewayConfig,
+): { configuration: string; dataDir: string; host: string } {
+  const configuration = options.config
+    ? 'a resolved configuration object'
+    : options.configFile
+      ? path.resolve(options.configFile)
+      : options.settings
+        ? 'settings passed to startGateway'
+        : 'built-in defaults (no --config)';
+  return { configuration, dataDir: config.dataDir, host: config.host };
+}
+
 /** Starts the gateway's three listeners and loads the deployed proxies from the data directory. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
   const config = gatewayConfigOf(options);
@@ -96,15 +121,23 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const registry = new ProxyRegistry({
     keyManagers: config.keyManagers,
     verifier,
-    gatewayUrl: () => gatewayUrl,
     idleTimeoutMs: config.limits.idleTimeoutMs,
+    now,
+    logger,
   });
   const audit = logger.child({ component: 'audit' });
+  const httpsListener = new Listener('https');
+  const httpListener = new Listener('http');
   const dataPlane = {
     registry,
     metrics,
     audit,
     maxRequestBodyBytes: config.limits.maxRequestBodyBytes,
+    bodyBudget: new BodyBudget(config.limits.maxInflightRequestBytes),
+    originPolicy: createOriginPolicy({
+      ownOrigins: config.gatewayUrl ? [config.gatewayUrl] : [],
+      allowedOrigins: config.allowedOrigins,
+    }),
   };
 
   const publicApp = createApp({
@@ -112,17 +145,18 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     https: { cert: tls.cert, key: tls.key },
     bodyLimit: config.limits.maxRequestBodyBytes,
   });
-  registerDataPlane(publicApp, dataPlane);
+  registerDataPlane(publicApp, { ...dataPlane, listener: httpsListener });
   const plainApp = createApp({ logger, bodyLimit: config.limits.maxRequestBodyBytes });
   registerHealthRoutes(plainApp, {
     livePath: '/_gateway-health/healthy',
     readyPath: '/_gateway-health/ready',
     liveBody: { status: 'healthy' },
   });
-  registerDataPlane(plainApp, dataPlane);
+  registerDataPlane(plainApp, { ...dataPlane, listener: httpListener });
 
   const servers: RunningServer[] = [];
   let control: ControlPlane | undefined;
+  const unguard = options.guardProcess ? installProcessGuard(logger, metrics) : undefined;
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= shutdown();
@@ -135,6 +169,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     await registry.close();
     await verifier.close();
     await control?.close();
+    unguard?.();
   };
   try {
     if (!options.proxyFeed) {
@@ -157,9 +192,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       port: config.ports.https,
     });
     servers.push(publicServer);
-    servers.push(
-      await startServer(plainApp, { ...listen, host: config.host, port: config.ports.http }),
-    );
+    const plainServer = await startServer(plainApp, {
+      ...listen,
+      host: config.host,
+      port: config.ports.http,
+    });
+    servers.push(plainServer);
     if (control) {
       servers.push(
         await startServer(control.app, {
@@ -169,6 +207,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         }),
       );
     }
+    httpsListener.bind(publicServer.port, config.gatewayUrl);
+    httpListener.bind(plainServer.port, undefined);
     if (!gatewayUrl) gatewayUrl = `https://localhost:${publicServer.port}`;
     if (control) await control.start();
     else {
@@ -188,7 +228,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     RunningServer | undefined,
   ];
   logger.info(
-    { public: publicServer.url, plain: plainServer.url, management: managementServer?.url },
+    {
+      public: publicServer.url,
+      plain: plainServer.url,
+      management: managementServer?.url,
+      ...startupFacts(options, config),
+    },
     options.proxyFeed ? 'gateway worker started' : 'gateway started',
   );
   return {

@@ -14,7 +14,10 @@ import {
   printAdmin,
   type RunningGateway,
   startGateway,
+  startupFacts,
 } from './gateway.js';
+import { GatewayMetrics } from './metrics.js';
+import { installProcessGuard } from './process-guard.js';
 import { mergePrometheusText } from './prometheus-merge.js';
 import type { ProxyEntry, ProxyTarget } from './proxy-sync.js';
 
@@ -104,8 +107,11 @@ class WorkerBroadcast implements ProxyTarget {
   }
 }
 
-/** Asks the workers for their metrics and adds them up, with one request count per worker. */
-async function gatherMetrics(workers: Worker[]): Promise<string> {
+/**
+ * Asks the workers for their metrics and adds them up with the primary's own, with one request
+ * count per worker.
+ */
+async function gatherMetrics(own: GatewayMetrics, workers: Worker[]): Promise<string> {
   const id = Math.random();
   const answers = await Promise.all(
     workers.map(
@@ -135,7 +141,7 @@ async function gatherMetrics(workers: Worker[]): Promise<string> {
       .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
     return `mcp_gateway_worker_requests_total{pid="${pid}"} ${requests}`;
   });
-  return `${mergePrometheusText(texts.map((t) => t.text))}# HELP mcp_gateway_worker_requests_total MCP requests handled by each worker process.
+  return `${mergePrometheusText([own.render(), ...texts.map((t) => t.text)])}# HELP mcp_gateway_worker_requests_total MCP requests handled by each worker process.
 # TYPE mcp_gateway_worker_requests_total counter
 ${perWorker.join('\n')}\n`;
 }
@@ -145,6 +151,9 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
   const logger: Logger =
     options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
   mkdirSync(config.dataDir, { recursive: true });
+  // The primary only counts what its guard contains; the workers count their traffic.
+  const metrics = new GatewayMetrics();
+  if (options.guardProcess) installProcessGuard(logger, metrics);
   // Generated once here, so that the workers read one certificate instead of racing to write it.
   if (!config.tls) await ensureSelfSignedCertificate(config.dataDir);
 
@@ -159,7 +168,7 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
     logger,
     now: options.now ?? Date.now,
     target: broadcast,
-    metrics: { render: () => gatherMetrics(servingWorkers()) },
+    metrics: { render: () => gatherMetrics(metrics, servingWorkers()) },
     onGeneratedAdmin: options.onGeneratedAdmin ?? printAdmin,
   });
   const management = await startServer(control.app, {
@@ -225,6 +234,7 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
         plain: urls.plainUrl,
         management: management.url,
         workers: count,
+        ...startupFacts(options, config),
       },
       'gateway started',
     );
