@@ -106,7 +106,13 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     throw error;
   }
   const issuerOptions = { publicUrl: options.publicUrl, trustProxy: options.trustProxy === true };
-  const guard = createMcpGuard({ key: key.publicKey, algorithms: [key.alg], ...issuerOptions });
+  const guard = createMcpGuard({
+    key: key.publicKey,
+    algorithms: [key.alg],
+    ...issuerOptions,
+    // A removed account's access tokens stop working at once, not when they expire.
+    isSubjectActive: (subject) => accounts.findById(subject) !== undefined,
+  });
   const routes: FastifyPluginAsync = async (app) => {
     // Added before the plugins below so that their routes inherit it; the OPTIONS routes give
     // preflights a route in this context, where the hook answers them.
