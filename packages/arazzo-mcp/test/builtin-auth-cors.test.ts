@@ -8,11 +8,12 @@ let server: RunningServer;
 const INSPECTOR = 'https://inspector.example.com';
 
 beforeAll(async () => {
-  server = await startBuiltinServer(tempDir(), {
-    dataDir: tempDir(),
-    allowedOrigins: [INSPECTOR],
-    onInitialAccount: () => {},
-  });
+  // As `serve --allowed-origin` passes it: one list for /mcp and the authorization endpoints.
+  server = await startBuiltinServer(
+    tempDir(),
+    { dataDir: tempDir(), onInitialAccount: () => {} },
+    { allowedOrigins: [INSPECTOR] },
+  );
 });
 
 afterAll(() => server?.close());
@@ -86,6 +87,25 @@ describe('Area A CORS for browser-based MCP clients', () => {
     expect(token.status).toBe(400);
     expect(token.headers.get('access-control-allow-origin')).toBe(INSPECTOR);
     expect(token.headers.get('access-control-expose-headers')).toContain('WWW-Authenticate');
+  });
+
+  it('lets an allowed origin read the 401 challenge of /mcp, and refuses a foreign one', async () => {
+    const call = (origin: string) =>
+      fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          origin,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+    const allowed = await call(INSPECTOR);
+    expect(allowed.status).toBe(401);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(INSPECTOR);
+    expect(allowed.headers.get('access-control-expose-headers')).toContain('WWW-Authenticate');
+    expect(allowed.headers.get('www-authenticate')).toContain('resource_metadata=');
+    expect((await call('https://evil.example')).status).toBe(403);
   });
 
   it('keeps the credential endpoints same-origin: no CORS on the login API or the form', async () => {
