@@ -112,7 +112,13 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
   const opened = await openArazzoMcp({ ...options, logger });
   let auth: BuiltinAuth | undefined;
   try {
-    if (options.builtinAuth) auth = await setUpBuiltinAuth(options.builtinAuth);
+    if (options.builtinAuth) {
+      // The same browser origins get CORS on the authorization endpoints as on /mcp.
+      auth = await setUpBuiltinAuth({
+        allowedOrigins: options.allowedOrigins,
+        ...options.builtinAuth,
+      });
+    }
     const app = createArazzoMcpApp({
       catalog: opened.catalog,
       logger,

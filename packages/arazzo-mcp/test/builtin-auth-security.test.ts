@@ -130,7 +130,7 @@ describe('Area A login throttles count an attempt before checking the password',
 });
 
 describe('Area A re-checks the account on every refresh', () => {
-  it('refuses the refresh token of a removed account and issues no access token', async () => {
+  it('refuses the refresh token and the access token of a removed account', async () => {
     const email = 'leaver@example.com';
     await addAccount(email, 'leaver password');
     const tokens = await obtainTokenWithLoginForm(server.url, {
@@ -151,9 +151,23 @@ describe('Area A re-checks the account on every refresh', () => {
     expect(first.status).toBe(200);
     const { refresh_token: rotated } = (await first.json()) as { refresh_token: string };
 
+    const toolsList = (accessToken: string) =>
+      fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${accessToken}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+    expect((await toolsList(tokens.accessToken)).status).toBe(200);
+
     const store = AccountStore.open(dataDir);
     store.remove(email);
     store.close();
+    // The access token issued before the removal stops working at once, not when it expires.
+    expect((await toolsList(tokens.accessToken)).status).toBe(401);
     const refused = await refresh(rotated);
     expect(refused.status).toBe(400);
     const body = (await refused.json()) as Record<string, unknown>;

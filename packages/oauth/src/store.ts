@@ -1,3 +1,5 @@
+import type { ClientDisplay } from './client-metadata.js';
+
 /**
  * Area A state (spec §1 item 5, §8): clients, codes, authorization transactions and refresh
  * tokens. The plugin talks to this interface only, so a shared store can replace the
@@ -7,8 +9,8 @@
  * same key, exactly one wins.
  */
 
-/** Spec §2.2 (plus the registered redirect URIs). */
-export interface RegisteredClient {
+/** Spec §2.2, plus the registered redirect URIs and display metadata (RFC 7591 §2). */
+export interface RegisteredClient extends ClientDisplay {
   clientId: string;
   redirectUris: string[];
   issuedAt: number;

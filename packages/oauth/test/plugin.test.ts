@@ -37,4 +37,15 @@ describe('mounting the plugin', () => {
       app.register(oauthServer, {} as Parameters<typeof oauthServer>[1]).ready(),
     ).rejects.toThrow(/login hook is required/);
   });
+
+  it('refuses to start without the subject re-check: no grant may skip it', async () => {
+    const key = await generateSigningKey('ES256');
+    const options = {
+      issueAccessToken: createAccessTokenIssuer(key),
+      login: async () => ({ ok: true as const, userId: ALICE.id }),
+    } as unknown as Parameters<typeof oauthServer>[1];
+    await expect(Fastify({ logger: false }).register(oauthServer, options).ready()).rejects.toThrow(
+      /checkSubject hook is required/,
+    );
+  });
 });

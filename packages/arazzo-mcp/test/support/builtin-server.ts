@@ -9,6 +9,7 @@ import { FIXTURE_ENV, startFixtureApi, writeFixtures } from './fixture-api.js';
 export async function startBuiltinServer(
   workDir: string,
   builtinAuth: BuiltinAuthOptions & { dataDir: string },
+  service: { allowedOrigins?: readonly string[] } = {},
 ): Promise<RunningServer> {
   const api = await startFixtureApi();
   const files = writeFixtures(workDir, api.url);
@@ -20,5 +21,6 @@ export async function startBuiltinServer(
     handleSignals: false,
     logger: createLogger({ level: 'silent', pretty: false }),
     builtinAuth,
+    ...service,
   });
 }

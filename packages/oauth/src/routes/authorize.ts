@@ -6,6 +6,7 @@ import {
   sha256Base64Url,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ClientDisplay } from '../client-metadata.js';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
 import { renderErrorPage, renderLoginPage, sendHtml } from '../html.js';
@@ -16,6 +17,8 @@ import { isS256Challenge } from '../pkce.js';
 /** The validated authorize parameters (spec §2.6). */
 interface AuthorizeRequest {
   clientId: string;
+  /** What the client registered about itself, shown on the login page. */
+  display: ClientDisplay;
   redirectUri: string;
   codeChallenge: string;
   state: string;
@@ -85,6 +88,11 @@ async function validateAuthorize(
     ok: true,
     value: {
       clientId: p.client_id,
+      display: {
+        clientName: client.clientName,
+        logoUri: client.logoUri,
+        clientUri: client.clientUri,
+      },
       redirectUri: p.redirect_uri,
       codeChallenge: p.code_challenge,
       state: p.state,
@@ -185,16 +193,19 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     if (request.scope !== undefined) hidden.push(['scope', request.scope]);
     if (request.resource !== undefined) hidden.push(['resource', request.resource]);
     hidden.push(['csrf_token', csrfToken]);
+    const logo = request.display.logoUri;
     return sendHtml(
       reply,
       status,
       renderLoginPage({
         applicationName: ctx.applicationName,
         clientId: request.clientId,
+        ...request.display,
         redirectHost: redirectHost(request.redirectUri),
         hidden,
         ...extra,
       }),
+      { imageOrigins: logo === undefined ? [] : [new URL(logo).origin] },
     );
   }
 
