@@ -106,6 +106,28 @@ describe('gateway serve --workers 2', () => {
     expect(new Set(replies)).toEqual(new Set(['200 {"status":"ready"}']));
   });
 
+  it('refuses a foreign Origin on every worker, as a single process does', async () => {
+    const before = await requestsPerWorker(gateway);
+    const dispatcher = new Agent({ connections: 8 });
+    agents.push(dispatcher);
+    const post = async (origin: string) => {
+      const response = await fetch(`${gateway.plainUrl}/many/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+        dispatcher,
+      });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    const refused = await Promise.all(Array.from({ length: 16 }, () => post('https://evil.test')));
+    expect(refused).toEqual(Array(16).fill(403));
+    const after = await requestsPerWorker(gateway);
+    expect(after.size).toBe(2);
+    for (const [pid, count] of after) expect(count).toBeGreaterThan(before.get(pid) ?? 0);
+    expect(await post(new URL(gateway.plainUrl).origin)).toBe(200);
+  });
+
   it('replaces a worker that dies, and the new one serves the deployed proxies', async () => {
     const before = [...(await requestsPerWorker(gateway)).keys()];
     const victim = before[0] as number;
