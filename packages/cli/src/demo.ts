@@ -22,7 +22,12 @@ const VIEW_AND_LIST = ['internal_user_mgt_view', 'internal_user_mgt_list'];
 
 function describeOutcome(outcome: GatewayCallOutcome): string {
   if (outcome.kind === 'result') return 'allowed';
-  const scope = /scope="([^"]*)"/.exec(outcome.challenge ?? '')?.[1];
+  // Only an insufficient_scope challenge names missing scopes; a 401's `scope` lists what the
+  // resource accepts (RFC 6750 §3).
+  const challenge = outcome.challenge ?? '';
+  const scope = /error="insufficient_scope"/.test(challenge)
+    ? /scope="([^"]*)"/.exec(challenge)?.[1]
+    : undefined;
   return scope === undefined ? `${outcome.status}` : `${outcome.status}, missing ${scope}`;
 }
 
