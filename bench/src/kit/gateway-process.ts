@@ -18,7 +18,10 @@ export interface GatewayProcessOptions {
   keyManager: { name: string; issuer: string; jwksUri: string };
   /** `cachemaxsize`: 0 turns the verified-token cache off (every request verifies a signature). */
   tokenCacheEntries?: number;
-  /** Passed as `gateway serve --workers N` when set. */
+  /**
+   * `gateway serve --workers N`; unset: `--workers 1`, one process (the gateway's own default is
+   * one worker per core, which would skew single-process rows and per-pid measurements).
+   */
   workers?: number;
   /** Directory for `node --cpu-prof` output, written when the gateway exits. */
   cpuProfileDir?: string;
@@ -104,7 +107,7 @@ uri = "${options.keyManager.jwksUri}"
     ...(options.nodeFlags ?? []),
   ];
   const args = [...nodeFlags, GATEWAY_BIN, 'serve', '--config', configFile];
-  if (options.workers !== undefined) args.push('--workers', String(options.workers));
+  args.push('--workers', String(options.workers ?? 1));
   const child = spawn(process.execPath, args, { stdio: ['ignore', log, log] });
   closeSync(log);
   const exited = once(child, 'exit');
