@@ -121,7 +121,20 @@ export function openDatabase(dataDir: string): Db {
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
+  addMissingColumns(db);
   return db;
+}
+
+/** Columns added after the first release: databases created before get them on open. */
+const ADDED_COLUMNS = [{ table: 'groups_', column: 'external_id', type: 'TEXT' }];
+
+function addMissingColumns(db: Db): void {
+  for (const { table, column, type } of ADDED_COLUMNS) {
+    const columns = db.pragma(`table_info(${table})`) as { name: string }[];
+    if (!columns.some((c) => c.name === column)) {
+      db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+    }
+  }
 }
 
 /** Runs `fn` in an IMMEDIATE transaction, so read-modify-write sequences are serialised. */

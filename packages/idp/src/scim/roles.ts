@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Db, inTransaction } from '../db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
-import { type Condition, matches } from './filter.js';
+import { evaluate, type FilterTree } from './filter.js';
 import type { PatchOperation } from './patch.js';
 
 /** The root organization every organization-audience role belongs to. */
@@ -138,11 +138,13 @@ export class RoleStore {
     };
   }
 
-  list(conditions: readonly Condition[]): RoleRecord[] {
+  list(tree: FilterTree | undefined): RoleRecord[] {
     const ids = this.db.prepare('SELECT id FROM roles ORDER BY rowid').all() as { id: string }[];
-    return ids
-      .map(({ id }) => this.find(id)!)
-      .filter((r) => conditions.every((c) => matches(c, [roleValue(r, c.attribute)])));
+    const roles = ids.map(({ id }) => this.find(id)!);
+    if (!tree) return roles;
+    return roles.filter((r) =>
+      evaluate(tree, { values: (a) => [roleValue(r, a)], entries: () => [] }),
+    );
   }
 
   findByName(name: string): RoleRecord | undefined {
@@ -251,10 +253,11 @@ export class RoleStore {
   private add(roleId: string, section: RoleSection, value: unknown): void {
     if (!Array.isArray(value)) throw invalidSyntax(`Attribute ${section} must be a JSON array.`);
     for (const entry of value) {
-      if (!isObject(entry) || typeof entry.value !== 'string' || !entry.value) {
+      // Roles v1 lists permissions as plain strings.
+      const ref = section === 'permissions' && typeof entry === 'string' ? entry : entry?.value;
+      if (typeof ref !== 'string' || !ref) {
         throw badRequest(`Each entry of ${section} needs a value.`);
       }
-      const ref = entry.value;
       if (section === 'users') {
         if (!this.db.prepare('SELECT 1 FROM users WHERE id = ?').get(ref)) {
           throw badRequest(`User id: ${ref} does not exist.`);

@@ -69,6 +69,13 @@ export const ACCESS_RULES: readonly AccessRule[] = [
     operationScopes: roleOps,
   }),
   rule(['DELETE'], `/scim2/v2/Roles/${ID}`, ['internal_role_mgt_delete']),
+  rule(['POST'], '/scim2/Roles/\\.search', ['internal_role_mgt_view']),
+  rule(['GET'], '/scim2/Roles(/.*)?', ['internal_role_mgt_view']),
+  rule(['POST'], '/scim2/Roles/?', ['internal_role_mgt_create'], { operationScopes: roleOps }),
+  rule(['PUT', 'PATCH'], `/scim2/Roles/${ID}`, ['internal_role_mgt_update'], {
+    operationScopes: roleOps,
+  }),
+  rule(['DELETE'], `/scim2/Roles/${ID}`, ['internal_role_mgt_delete']),
   rule(['POST'], '/scim2/Agents/\\.search', ['internal_agent_mgt_list']),
   rule(['GET'], '/scim2/Agents/?', ['internal_agent_mgt_list']),
   rule(['POST'], '/scim2/Agents/?', ['internal_agent_mgt_create']),
