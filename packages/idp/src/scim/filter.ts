@@ -36,6 +36,36 @@ export type FilterPolicy = {
   unknownAttribute(attribute: string): ScimError;
 };
 
+/** RFC 7644 §3.4.2.2: every operator and logical combination. */
+export const ALL_OPERATORS: ReadonlySet<FilterOperator> = new Set<FilterOperator>([
+  'eq',
+  'ne',
+  'co',
+  'sw',
+  'ew',
+  'gt',
+  'ge',
+  'lt',
+  'le',
+  'pr',
+]);
+export const ALL_LOGIC: ReadonlySet<FilterLogic> = new Set<FilterLogic>(['and', 'or', 'not']);
+
+/** The policy of a PATCH path's value filter (`emails[type eq "work"]`): anything RFC 7644 allows. */
+export function valueFilterPolicy(
+  resolve: (sub: string) => string | undefined,
+  unknownAttribute: (attribute: string) => ScimError,
+): FilterPolicy {
+  return {
+    operators: ALL_OPERATORS,
+    logic: ALL_LOGIC,
+    resolve,
+    unsupportedOperator: () => UNSUPPORTED_FILTER(),
+    unsupportedLogic: () => UNSUPPORTED_FILTER(),
+    unknownAttribute,
+  };
+}
+
 export const UNSUPPORTED_FILTER = () =>
   new ScimError(400, 'Given filter operator is not supported.', 'InvalidFilter');
 
@@ -79,15 +109,23 @@ function quoteValues(text: string): string {
     const isValue = previous !== undefined && COMPARISON.test(previous) && i >= 2;
     if (!isValue) {
       out.push(token);
-    } else if (token.startsWith('"')) {
-      out.push(JSON.stringify(String(JSON.parse(token))));
-    } else if (token.startsWith("'")) {
+    } else if (/^"(?:[^"\\]|\\.)*"$/.test(token)) {
+      out.push(JSON.stringify(readJsonString(token)));
+    } else if (/^'[^']*'$/.test(token)) {
       out.push(JSON.stringify(token.slice(1, -1)));
     } else {
       out.push(JSON.stringify(token));
     }
   }
   return out.join(' ');
+}
+
+function readJsonString(token: string): string {
+  try {
+    return String(JSON.parse(token));
+  } catch {
+    throw UNSUPPORTED_FILTER();
+  }
 }
 
 function parseOrReject(text: string): Filter {

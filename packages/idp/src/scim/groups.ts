@@ -4,13 +4,11 @@ import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import {
   entryMatches,
   evaluate,
-  type FilterOperator,
-  type FilterPolicy,
   type FilterSubject,
   type FilterTree,
   parseFilter,
   textValues,
-  UNSUPPORTED_FILTER,
+  valueFilterPolicy,
 } from './filter.js';
 import type { PatchOperation } from './patch.js';
 
@@ -283,14 +281,10 @@ function readExternalId(value: unknown): string | null {
   return value;
 }
 
-const MEMBER_FILTER: FilterPolicy = {
-  operators: new Set<FilterOperator>(['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr']),
-  logic: new Set(['and', 'or', 'not']),
-  resolve: (sub) => groupValuePath('members')!.resolve(sub),
-  unsupportedOperator: () => UNSUPPORTED_FILTER(),
-  unsupportedLogic: () => UNSUPPORTED_FILTER(),
-  unknownAttribute: () => badRequest('Not a valid attribute.', 'invalidPath'),
-};
+const MEMBER_FILTER = valueFilterPolicy(
+  (sub) => groupValuePath('members')!.resolve(sub),
+  () => badRequest('Not a valid attribute.', 'invalidPath'),
+);
 
 /** A pathless operation is the same as one operation per key of its value object. */
 function splitOperation(operation: PatchOperation): [string, unknown][] {

@@ -1,5 +1,7 @@
 import { badRequest, forbidden, invalidSyntax, ScimError } from './errors.js';
 import {
+  ALL_LOGIC,
+  ALL_OPERATORS,
   type FilterLogic,
   type FilterOperator,
   type FilterPolicy,
@@ -44,7 +46,6 @@ const MAX_COUNT = 200;
 
 const ops = (...names: FilterOperator[]) => new Set<FilterOperator>(names);
 const logic = (...names: FilterLogic[]) => new Set<FilterLogic>(names);
-const ALL_OPERATORS = ops('eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr');
 const invalidFilter = (detail: string, status = 400) =>
   new ScimError(status, detail, 'InvalidFilter');
 
@@ -94,7 +95,7 @@ export class ScimService {
     const schema = this.users.schema();
     const tree = this.filterTree(query.filter, {
       operators: ALL_OPERATORS,
-      logic: logic('and', 'or', 'not'),
+      logic: ALL_LOGIC,
       resolve: (a) => schema.filterKey(a),
       valuePath: (a) => schema.valuePath(a),
       unsupportedOperator: (op) =>
@@ -140,7 +141,7 @@ export class ScimService {
   listGroups(query: ListQuery): ScimResponse {
     const tree = this.filterTree(query.filter, {
       operators: ALL_OPERATORS,
-      logic: logic('and', 'or', 'not'),
+      logic: ALL_LOGIC,
       resolve: groupFilterKey,
       valuePath: groupValuePath,
       unsupportedOperator: (op) =>

@@ -6,13 +6,12 @@ import {
   type Comparison,
   entryMatches,
   evaluate,
-  type FilterLogic,
   type FilterOperator,
   type FilterSubject,
   type FilterTree,
   hasValueFilter,
   parseFilter,
-  UNSUPPORTED_FILTER,
+  valueFilterPolicy,
 } from './filter.js';
 import {
   applyToContainer,
@@ -53,19 +52,6 @@ export type SearchResult = { total: number; rows: Json[] };
 const isObject = (v: unknown): v is Json =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const READ_ONLY = new Set(['id', 'meta', 'groups', 'roles', 'schemas']);
-const ALL_OPERATORS = new Set<FilterOperator>([
-  'eq',
-  'ne',
-  'co',
-  'sw',
-  'ew',
-  'gt',
-  'ge',
-  'lt',
-  'le',
-  'pr',
-]);
-const ALL_LOGIC = new Set<FilterLogic>(['and', 'or', 'not']);
 const PASSWORD_PATTERN = /^[\S]{5,30}$/;
 const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
 
@@ -450,14 +436,13 @@ function subAttributeName(spec: AttributeSpec, sub: string): string {
 
 /** The entries of `spec` (multi-valued) that a PATCH path's value filter selects. */
 function entrySelector(spec: AttributeSpec, text: string): EntrySelector {
-  const tree = parseFilter(text, {
-    operators: ALL_OPERATORS,
-    logic: ALL_LOGIC,
-    resolve: (sub) => `${spec.name}.${subAttributeName(spec, sub)}`,
-    unsupportedOperator: () => UNSUPPORTED_FILTER(),
-    unsupportedLogic: () => UNSUPPORTED_FILTER(),
-    unknownAttribute: (a) => badRequest(`No such attribute with the name : ${a}`, 'invalidPath'),
-  });
+  const tree = parseFilter(
+    text,
+    valueFilterPolicy(
+      (sub) => `${spec.name}.${subAttributeName(spec, sub)}`,
+      (a) => badRequest(`No such attribute with the name : ${a}`, 'invalidPath'),
+    ),
+  );
   const seed = equalitySeed(tree, spec.name);
   return {
     matches: (entry) => entryMatches(tree, spec.name, entry),
