@@ -137,6 +137,28 @@ function addMissingColumns(db: Db): void {
   }
 }
 
+const STATEMENT_CACHE_SIZE = 256;
+const statementCaches = new WeakMap<Db, Map<string, Database.Statement>>();
+
+/**
+ * A prepared statement for `sql`, reused across calls: preparing costs more than running the
+ * small lookups of a SCIM read. Bounded, since filter-built SQL varies with the filter's shape.
+ */
+export function statement(db: Db, sql: string): Database.Statement {
+  let cache = statementCaches.get(db);
+  if (!cache) {
+    cache = new Map();
+    statementCaches.set(db, cache);
+  }
+  let prepared = cache.get(sql);
+  if (!prepared) {
+    prepared = db.prepare(sql);
+    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    cache.set(sql, prepared);
+  }
+  return prepared;
+}
+
 /** Runs `fn` in an IMMEDIATE transaction, so read-modify-write sequences are serialised. */
 export function inTransaction<T>(db: Db, fn: () => T): T {
   return db.transaction(fn).immediate();

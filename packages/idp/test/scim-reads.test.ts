@@ -1,3 +1,5 @@
+import { useTempDir } from '@mcp-identity/common/testing';
+import { openIdpData } from '@mcp-identity/idp';
 import { describe, expect, it } from 'vitest';
 import { startTestIdp, userBody } from './helpers.js';
 
@@ -10,7 +12,8 @@ const AGENT = 'urn:scim:wso2:agent:schema';
 type Json = Record<string, unknown>;
 
 describe('SCIM reads: projections, pagination, discovery, Roles v1', async () => {
-  const idp = await startTestIdp();
+  const dataDir = useTempDir('idp-reads-')();
+  const idp = await startTestIdp({ dataDir });
   const ids: string[] = [];
   for (const name of ['pam', 'pat', 'pia']) {
     const created = await idp.scim('POST', '/Users', {
@@ -106,6 +109,24 @@ describe('SCIM reads: projections, pagination, discovery, Roles v1', async () =>
       expect(response.body).toMatchObject({ totalResults: 3, itemsPerPage: 0, Resources: [] });
       const groups = await idp.scim('GET', '/Groups?count=0');
       expect(groups.body).toMatchObject({ totalResults: 1, itemsPerPage: 0, Resources: [] });
+    });
+
+    it('totalResults follows every write between identical searches', async () => {
+      const total = async () =>
+        (await idp.scim('GET', '/Users?filter=userName%20sw%20q&count=1')).body.totalResults;
+      expect(await total()).toBe(0);
+      const quinn = (await idp.scim('POST', '/Users', { body: userBody('quinn') })).body.id;
+      expect(await total()).toBe(1);
+      // A write through another connection to the same database (the management commands).
+      const data = openIdpData(dataDir);
+      try {
+        await data.service.users.create('user', { userName: 'quincy' });
+      } finally {
+        data.close();
+      }
+      expect(await total()).toBe(2);
+      await idp.scim('DELETE', `/Users/${quinn}`);
+      expect(await total()).toBe(1);
     });
 
     it('a page past the end carries "Resources": []', async () => {

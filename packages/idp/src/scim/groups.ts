@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Db, inTransaction } from '../db.js';
+import { type Db, inTransaction, statement } from '../db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import {
   entryMatches,
@@ -128,13 +128,15 @@ export class GroupStore {
     }
   }
 
-  groupsOfUser(userId: string): { value: string; display: string }[] {
-    return this.db
-      .prepare(
-        `SELECT g.id AS value, g.display_name AS display FROM group_members m
-         JOIN groups_ g ON g.id = m.group_id WHERE m.user_id = ? ORDER BY g.display_name_lc`,
-      )
-      .all(userId) as { value: string; display: string }[];
+  /** The groups of each of `userIds` (one query for a whole page of users). */
+  groupsOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
+    const rows = statement(
+      this.db,
+      `SELECT m.user_id AS userId, g.id AS value, g.display_name AS display FROM group_members m
+       JOIN groups_ g ON g.id = m.group_id WHERE m.user_id IN (SELECT value FROM json_each(?))
+       ORDER BY g.display_name_lc`,
+    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
+    return groupByUser(rows);
   }
 
   findByName(name: string): GroupRecord | undefined {
@@ -259,6 +261,19 @@ function readMembers(value: unknown): { value: string; display?: string }[] {
     }
     return m.display === undefined ? { value: m.value } : { value: m.value, display: m.display };
   });
+}
+
+/** `{userId, value, display}` rows as lists of `{value, display}` per user, in row order. */
+export function groupByUser(
+  rows: readonly { userId: string; value: string; display: string }[],
+): Map<string, { value: string; display: string }[]> {
+  const byUser = new Map<string, { value: string; display: string }[]>();
+  for (const { userId, value, display } of rows) {
+    const list = byUser.get(userId) ?? [];
+    list.push({ value, display });
+    byUser.set(userId, list);
+  }
+  return byUser;
 }
 
 /** The current members a remove operation's value lists, by `value` or else by `display`. */

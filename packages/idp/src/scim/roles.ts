@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { type Db, inTransaction } from '../db.js';
+import { type Db, inTransaction, statement } from '../db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import { evaluate, type FilterTree } from './filter.js';
+import { groupByUser } from './groups.js';
 import type { PatchOperation } from './patch.js';
 
 /** The root organization every organization-audience role belongs to. */
@@ -208,14 +209,15 @@ export class RoleStore {
     return new Set(rows.map((r) => r.scope));
   }
 
-  /** Roles of a user (direct only), for the user representation. */
-  rolesOfUser(userId: string): { value: string; display: string }[] {
-    return this.db
-      .prepare(
-        `SELECT r.id AS value, r.display_name AS display FROM role_users ru JOIN roles r ON r.id = ru.role_id
-         WHERE ru.user_id = ? ORDER BY r.display_name`,
-      )
-      .all(userId) as { value: string; display: string }[];
+  /** Roles of each of `userIds` (direct only), for the user representation. */
+  rolesOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
+    const rows = statement(
+      this.db,
+      `SELECT ru.user_id AS userId, r.id AS value, r.display_name AS display FROM role_users ru
+       JOIN roles r ON r.id = ru.role_id WHERE ru.user_id IN (SELECT value FROM json_each(?))
+       ORDER BY r.display_name`,
+    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
+    return groupByUser(rows);
   }
 
   private applyOperation(role: RoleRecord, op: string, path: string, value: unknown): void {

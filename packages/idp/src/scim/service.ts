@@ -106,8 +106,10 @@ export class ScimService {
     const page = readPage(query);
     const { total, rows } =
       strategy === 'scan' ? this.users.scan(kind, tree, page) : this.users.search(kind, tree, page);
-    const resources = rows.map((r) => this.renderUser(kind, r));
-    return { status: 200, body: listResponse(total, page.startIndex, resources) };
+    return {
+      status: 200,
+      body: listResponse(total, page.startIndex, this.renderUsers(kind, rows)),
+    };
   }
 
   // Groups
@@ -238,14 +240,19 @@ export class ScimService {
   }
 
   private renderUser(kind: UserKind, record: Json): Json {
-    return renderUser(kind, record, this.relations(record.id as string), this.locations);
+    return this.renderUsers(kind, [record])[0]!;
   }
 
-  private relations(userId: string): UserRelations {
-    return {
-      groups: this.groups.groupsOfUser(userId),
-      roles: this.roles.rolesOfUser(userId),
-    };
+  /** Renders users with their groups and roles, read for all of them at once. */
+  private renderUsers(kind: UserKind, records: readonly Json[]): Json[] {
+    const ids = records.map((r) => r.id as string);
+    const groups = this.groups.groupsOfUsers(ids);
+    const roles = this.roles.rolesOfUsers(ids);
+    return records.map((record) => {
+      const id = record.id as string;
+      const relations: UserRelations = { groups: groups.get(id) ?? [], roles: roles.get(id) ?? [] };
+      return renderUser(kind, record, relations, this.locations);
+    });
   }
 
   private userResponse(kind: UserKind, record: Json): ScimResponse {

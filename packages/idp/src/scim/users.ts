@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { hashSecret, verifySecret } from '@mcp-identity/common';
-import { type Db, inTransaction } from '../db.js';
+import { type Db, inTransaction, statement } from '../db.js';
 import { badRequest, conflict, notFound } from './errors.js';
 import {
   type Comparison,
@@ -54,12 +54,15 @@ const isObject = (v: unknown): v is Json =>
 const READ_ONLY = new Set(['id', 'meta', 'groups', 'roles', 'schemas']);
 const PASSWORD_PATTERN = /^[\S]{5,30}$/;
 const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
+const COUNT_CACHE_SIZE = 128;
 
 const notFoundOnGet = () => notFound('User not found in the user store.');
 
 /** Users and agents (agents are users with kind `agent`), persisted in SQLite. */
 export class UserStore {
   private schemaCache: UserSchema | undefined;
+  private readonly counts = new Map<string, number>();
+  private countsVersion = -1;
 
   constructor(
     private readonly db: Db,
@@ -131,7 +134,7 @@ export class UserStore {
 
   /** The stored document and timestamps of a user, for rendering. */
   getRow(kind: UserKind, id: string): Json | undefined {
-    const row = this.db.prepare('SELECT * FROM users WHERE id = ? AND kind = ?').get(id, kind) as
+    const row = statement(this.db, 'SELECT * FROM users WHERE id = ? AND kind = ?').get(id, kind) as
       | UserRow
       | undefined;
     return row ? toRecord(row) : undefined;
@@ -173,6 +176,7 @@ export class UserStore {
   }
 
   delete(kind: UserKind, id: string): void {
+    this.counts.clear();
     const changes = this.db.prepare('DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
     if (changes.changes === 0) {
       throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
@@ -191,17 +195,41 @@ export class UserStore {
       ? treeSql(tree, kind, schema, false)
       : ['SELECT id AS user_id FROM users WHERE kind = ?', [kind]];
     if (tree && hasValueFilter(tree)) return this.checkCandidates(tree, ids, params, page);
-    const total = (
-      this.db.prepare(`SELECT count(*) AS n FROM (${ids})`).get(...params) as { n: number }
-    ).n;
+    const total = this.count(ids, params);
     if (page.count === 0 || total < page.startIndex) return { total, rows: [] };
-    const rows = this.db
-      .prepare(
-        `SELECT u.* FROM users u WHERE u.id IN
-         (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
-      )
-      .all(...params, page.count, page.startIndex - 1) as UserRow[];
+    const rows = statement(
+      this.db,
+      `SELECT u.* FROM users u WHERE u.id IN
+       (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
+    ).all(...params, page.count, page.startIndex - 1) as UserRow[];
     return { total, rows: rows.map(toRecord) };
+  }
+
+  /**
+   * `totalResults` of a filter, computed once per state of the users: paging through a broad
+   * result, or repeating a search, then costs one page read instead of a count of every match.
+   * Writes through this store clear the cache; writes by other connections change SQLite's
+   * `data_version`.
+   */
+  private count(ids: string, params: readonly unknown[]): number {
+    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
+    if (version !== this.countsVersion) {
+      this.counts.clear();
+      this.countsVersion = version;
+    }
+    const key = `${ids}\u0000${JSON.stringify(params)}`;
+    let total = this.counts.get(key);
+    if (total === undefined) {
+      total = (
+        statement(this.db, `SELECT count(*) AS n FROM (${ids})`).get(...params) as {
+          n: number;
+        }
+      ).n;
+      if (this.counts.size >= COUNT_CACHE_SIZE)
+        this.counts.delete(this.counts.keys().next().value!);
+      this.counts.set(key, total);
+    }
+    return total;
   }
 
   /** The same search by reading every user: the baseline the benchmark compares against. */
@@ -293,6 +321,7 @@ export class UserStore {
   }
 
   private writeIndex(id: string, kind: UserKind, doc: Json): void {
+    this.counts.clear();
     this.db.prepare('DELETE FROM user_attrs WHERE user_id = ?').run(id);
     const insert = this.db.prepare(
       'INSERT INTO user_attrs (user_id, kind, name, value) VALUES (?, ?, ?, ?)',
