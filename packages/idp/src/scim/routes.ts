@@ -44,6 +44,7 @@ const ACCEPTED_INPUT = new Set([
 export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
   const { service, tokens, locations } = options;
   const access = new WeakMap<FastifyRequest, RequestAccess>();
+  app.addHook('onClose', async () => service.users.close());
 
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?')[0]!;
@@ -106,14 +107,18 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     );
     return body === undefined ? response : { ...response, body };
   };
-  const list = (query: ListQuery, run: (query: ListQuery) => ScimResponse) =>
-    projected(query, run(query));
+  const list = async (
+    query: ListQuery,
+    run: (query: ListQuery) => ScimResponse | Promise<ScimResponse>,
+  ) => projected(query, await run(query));
 
   const userRoutes = (prefix: string, kind: UserKind) => {
     const search = (query: ListQuery) => service.listUsers(kind, query);
-    app.get(prefix, async (request, reply) => sendScim(reply, list(listQuery(request), search)));
+    app.get(prefix, async (request, reply) =>
+      sendScim(reply, await list(listQuery(request), search)),
+    );
     app.post(`${prefix}/.search`, async (request, reply) =>
-      sendScim(reply, list(ScimService.readSearchRequest(readJson(request)), search)),
+      sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), search)),
     );
     app.post(prefix, async (request, reply) =>
       sendScim(reply, await service.createUser(kind, readJson(request))),
@@ -136,10 +141,10 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
 
   const searchGroups = (query: ListQuery) => service.listGroups(query);
   app.get('/Groups', async (request, reply) =>
-    sendScim(reply, list(listQuery(request), searchGroups)),
+    sendScim(reply, await list(listQuery(request), searchGroups)),
   );
   app.post('/Groups/.search', async (request, reply) =>
-    sendScim(reply, list(ScimService.readSearchRequest(readJson(request)), searchGroups)),
+    sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), searchGroups)),
   );
   app.post('/Groups', async (request, reply) =>
     sendScim(reply, service.createGroup(readJson(request))),
@@ -159,9 +164,11 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
 
   const roleRoutes = (prefix: string, api: RoleApi) => {
     const search = (query: ListQuery) => service.listRoles(query, api);
-    app.get(prefix, async (request, reply) => sendScim(reply, list(listQuery(request), search)));
+    app.get(prefix, async (request, reply) =>
+      sendScim(reply, await list(listQuery(request), search)),
+    );
     app.post(`${prefix}/.search`, async (request, reply) =>
-      sendScim(reply, list(ScimService.readSearchRequest(readJson(request)), search)),
+      sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), search)),
     );
     app.post(prefix, async (request, reply) =>
       sendScim(reply, service.createRole(readJson(request), accessOf(request), api)),

@@ -87,8 +87,15 @@ export class ScimService {
     return { status: 204 };
   }
 
-  /** `strategy: 'scan'` reads every user instead of using the index (benchmark baseline). */
-  listUsers(kind: UserKind, query: ListQuery, strategy: 'index' | 'scan' = 'index'): ScimResponse {
+  /**
+   * `strategy`: `worker` (the server's) runs the indexed search off the event loop; `inline`
+   * runs it on the calling thread and `scan` reads every user (benchmark comparisons).
+   */
+  async listUsers(
+    kind: UserKind,
+    query: ListQuery,
+    strategy: 'worker' | 'inline' | 'scan' = 'worker',
+  ): Promise<ScimResponse> {
     if (query.sortBy !== undefined || query.sortOrder !== undefined) {
       throw new ScimError(501, 'Sorting is not supported');
     }
@@ -105,7 +112,11 @@ export class ScimService {
     });
     const page = readPage(query);
     const { total, rows } =
-      strategy === 'scan' ? this.users.scan(kind, tree, page) : this.users.search(kind, tree, page);
+      strategy === 'scan'
+        ? this.users.scan(kind, tree, page)
+        : strategy === 'inline'
+          ? this.users.searchInline(kind, tree, page)
+          : await this.users.search(kind, tree, page);
     return {
       status: 200,
       body: listResponse(total, page.startIndex, this.renderUsers(kind, rows)),

@@ -21,6 +21,7 @@ import {
   type PatchOperation,
   parsePath,
 } from './patch.js';
+import { SearchWorker } from './search-worker.js';
 import {
   AGENT_SCHEMA,
   type AttributeSpec,
@@ -55,6 +56,8 @@ const READ_ONLY = new Set(['id', 'meta', 'groups', 'roles', 'schemas']);
 const PASSWORD_PATTERN = /^[\S]{5,30}$/;
 const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
 const COUNT_CACHE_SIZE = 128;
+/** Candidate documents checked against a value filter between two turns of the event loop. */
+const CHECK_SLICE = 500;
 
 const notFoundOnGet = () => notFound('User not found in the user store.');
 
@@ -63,6 +66,7 @@ export class UserStore {
   private schemaCache: UserSchema | undefined;
   private readonly counts = new Map<string, number>();
   private countsVersion = -1;
+  private worker: SearchWorker | undefined;
 
   constructor(
     private readonly db: Db,
@@ -187,13 +191,36 @@ export class UserStore {
    * Indexed search: the filter is compiled to set operations over the covering index of
    * `user_attrs` (`and` INTERSECT, `or` UNION, `not`/`ne` EXCEPT); value filters, which the
    * index answers only approximately, are then checked on the candidate documents. Pages are
-   * cut in id order.
+   * cut in id order. The SQL runs on a worker thread (its cost depends on the filter and the
+   * data, and must not hold the event loop); candidates are checked in slices between which
+   * the event loop runs. An in-memory database has no second connection: it runs inline.
    */
-  search(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
+  async search(kind: UserKind, tree: FilterTree | undefined, page: Page): Promise<SearchResult> {
+    if (this.db.memory) return this.searchInline(kind, tree, page);
+    this.worker ??= new SearchWorker(this.db.name);
+    const [ids, params] = this.idsSql(kind, tree);
+    if (!tree || !hasValueFilter(tree)) {
+      const answer = await this.worker.run(ids, params, page);
+      return { total: answer.total, rows: this.rowsByIds(answer.ids) };
+    }
+    const { ids: candidates } = await this.worker.run(ids, params);
     const schema = this.schema();
-    const [ids, params] = tree
-      ? treeSql(tree, kind, schema, false)
-      : ['SELECT id AS user_id FROM users WHERE kind = ?', [kind]];
+    const hits: Json[] = [];
+    let total = 0;
+    for (let start = 0; start < candidates.length; start += CHECK_SLICE) {
+      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const row of this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE))) {
+        if (!evaluate(tree, userSubject(row, schema))) continue;
+        total++;
+        if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
+      }
+    }
+    return { total, rows: hits };
+  }
+
+  /** The same search on the calling thread (in-memory databases, benchmark comparison). */
+  searchInline(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
+    const [ids, params] = this.idsSql(kind, tree);
     if (tree && hasValueFilter(tree)) return this.checkCandidates(tree, ids, params, page);
     const total = this.count(ids, params);
     if (page.count === 0 || total < page.startIndex) return { total, rows: [] };
@@ -203,6 +230,30 @@ export class UserStore {
        (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
     ).all(...params, page.count, page.startIndex - 1) as UserRow[];
     return { total, rows: rows.map(toRecord) };
+  }
+
+  /** Stops the search worker (the database is being closed). */
+  close(): void {
+    this.worker?.stop();
+    this.worker = undefined;
+  }
+
+  private idsSql(kind: UserKind, tree: FilterTree | undefined): [string, unknown[]] {
+    return tree
+      ? treeSql(tree, kind, this.schema(), false)
+      : ['SELECT id AS user_id FROM users WHERE kind = ?', [kind]];
+  }
+
+  private rawRowsByIds(ids: readonly string[]): UserRow[] {
+    if (ids.length === 0) return [];
+    return statement(
+      this.db,
+      'SELECT * FROM users WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
+    ).all(JSON.stringify(ids)) as UserRow[];
+  }
+
+  private rowsByIds(ids: readonly string[]): Json[] {
+    return this.rawRowsByIds(ids).map(toRecord);
   }
 
   /**
