@@ -45,6 +45,14 @@ describe('SCIM provisioning clients (Entra ID, Okta)', async () => {
       ]);
       expect(byDisplay.status).toBe(200);
       expect(await memberIds(id)).toEqual([ann]);
+      // Members added earlier in the same request can be removed by a later operation.
+      const sameRequest = await patch(`/Groups/${id}`, [
+        { op: 'add', path: 'members', value: [{ value: ben }, { value: cal }] },
+        { op: 'remove', path: 'members', value: [{ value: cal }] },
+        { op: 'remove', path: `members[value eq "${ben}"]` },
+      ]);
+      expect(sameRequest.status).toBe(200);
+      expect(await memberIds(id)).toEqual([ann]);
       // Without a value the RFC meaning stays: every member goes.
       const all = await patch(`/Groups/${id}`, [{ op: 'remove', path: 'members' }]);
       expect(all.status).toBe(200);

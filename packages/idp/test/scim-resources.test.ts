@@ -184,6 +184,19 @@ describe('SCIM groups, roles, bulk, agents and discovery', async () => {
       expect(user.body.roles).toEqual([
         expect.objectContaining({ value: id, display: 'loginRole' }),
       ]);
+      const byFilter = await idp.scim('PATCH', `/v2/Roles/${id}`, {
+        body: {
+          schemas: [PATCH_OP],
+          Operations: [
+            { op: 'add', path: 'users', value: [{ value: bob }] },
+            { op: 'remove', path: 'Users[display sw "B" or value eq "nobody"]' },
+            { op: 'remove', path: 'permissions[value co "user_mgt"]' },
+          ],
+        },
+      });
+      expect(byFilter.status).toBe(200);
+      expect((byFilter.body.users as { value: string }[]).map((u) => u.value)).toEqual([alice]);
+      expect(byFilter.body.permissions).toEqual([]);
 
       expect((await idp.scim('DELETE', `/v2/Roles/${id}`)).status).toBe(204);
       const gone = await idp.scim('GET', `/v2/Roles/${id}`);

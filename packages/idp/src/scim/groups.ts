@@ -160,8 +160,10 @@ export class GroupStore {
     if (lowerPath === 'members') {
       if (op === 'remove') {
         // RFC 7644 §3.5.2.2: without a value every member goes; Entra names the ones to remove.
-        if (value === undefined || value === null) this.removeMembers(group.id, group.members);
-        else this.removeMembers(group.id, listedMembers(group, value));
+        // Read now: earlier operations of the same request may have added members.
+        const members = this.get(group.id).members;
+        if (value === undefined || value === null) this.removeMembers(group.id, members);
+        else this.removeMembers(group.id, listedMembers(members, value));
         return;
       }
       const members = readMembers(value);
@@ -176,7 +178,7 @@ export class GroupStore {
       const tree = parseFilter(filter[1]!, MEMBER_FILTER);
       this.removeMembers(
         group.id,
-        group.members.filter((m) => entryMatches(tree, 'members', m)),
+        this.get(group.id).members.filter((m) => entryMatches(tree, 'members', m)),
       );
       return;
     }
@@ -277,7 +279,7 @@ export function groupByUser(
 }
 
 /** The current members a remove operation's value lists, by `value` or else by `display`. */
-function listedMembers(group: GroupRecord, value: unknown): Member[] {
+function listedMembers(members: readonly Member[], value: unknown): Member[] {
   if (!Array.isArray(value)) throw invalidSyntax('Members must be a JSON array.');
   const ids = new Set<string>();
   const names = new Set<string>();
@@ -287,7 +289,7 @@ function listedMembers(group: GroupRecord, value: unknown): Member[] {
     else if (typeof entry.display === 'string') names.add(entry.display.toLowerCase());
     else throw badRequest('The value of a member cannot be empty.');
   }
-  return group.members.filter((m) => ids.has(m.value) || names.has(m.display.toLowerCase()));
+  return members.filter((m) => ids.has(m.value) || names.has(m.display.toLowerCase()));
 }
 
 function readExternalId(value: unknown): string | null {

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { type Db, inTransaction, statement } from '../db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
-import { evaluate, type FilterTree } from './filter.js';
+import {
+  entryMatches,
+  evaluate,
+  type FilterTree,
+  parseFilter,
+  valueFilterPolicy,
+} from './filter.js';
 import { groupByUser } from './groups.js';
 import type { PatchOperation } from './patch.js';
 
@@ -226,12 +232,29 @@ export class RoleStore {
       this.rename(role, value);
       return;
     }
-    const filtered =
-      /^(users|groups|permissions)\[\s*value\s+eq\s+["']?([^"'\s\]]+)["']?\s*\]$/i.exec(
-        path.trim(),
-      );
+    // `users[value eq <id>]` (WSO2's documented form), or any filter on `value`/`display`.
+    const filtered = /^(users|groups|permissions)\[(.+)\]$/is.exec(path.trim());
     if (filtered && op === 'remove') {
-      this.removeOne(role.id, filtered[1]!.toLowerCase() as RoleSection, filtered[2]!);
+      const section = filtered[1]!.toLowerCase() as RoleSection;
+      const tree = parseFilter(
+        filtered[2]!,
+        valueFilterPolicy(
+          (sub) =>
+            ['value', 'display'].includes(sub.toLowerCase())
+              ? `${section}.${sub.toLowerCase()}`
+              : undefined,
+          () => badRequest(`Invalid path: ${path}`, 'invalidPath'),
+        ),
+      );
+      // Read now: earlier operations of the same request may have added entries.
+      const current = this.get(role.id);
+      const entries =
+        section === 'permissions'
+          ? current.permissions.map((p) => ({ value: p, display: p }))
+          : current[section];
+      for (const entry of entries) {
+        if (entryMatches(tree, section, entry)) this.removeOne(role.id, section, entry.value);
+      }
       return;
     }
     const section = SECTIONS.find((s) => s === path.toLowerCase());
