@@ -21,7 +21,7 @@ import {
   type PatchOperation,
   parsePath,
 } from './patch.js';
-import { SearchWorker } from './search-worker.js';
+import { type IdsAnswer, SearchWorker } from './search-worker.js';
 import {
   AGENT_SCHEMA,
   type AttributeSpec,
@@ -199,11 +199,16 @@ export class UserStore {
     if (this.db.memory) return this.searchInline(kind, tree, page);
     this.worker ??= new SearchWorker(this.db.name);
     const [ids, params] = this.idsSql(kind, tree);
-    if (!tree || !hasValueFilter(tree)) {
-      const answer = await this.worker.run(ids, params, page);
-      return { total: answer.total, rows: this.rowsByIds(answer.ids) };
+    const exact = tree !== undefined && hasValueFilter(tree);
+    let answer: IdsAnswer;
+    try {
+      answer = await this.worker.run(ids, params, exact ? undefined : page);
+    } catch {
+      // A worker that cannot run (or failed) must not fail the search: answer it here.
+      return this.searchInline(kind, tree, page);
     }
-    const { ids: candidates } = await this.worker.run(ids, params);
+    if (!tree || !exact) return { total: answer.total, rows: this.rowsByIds(answer.ids) };
+    const candidates = answer.ids;
     const schema = this.schema();
     const hits: Json[] = [];
     let total = 0;
