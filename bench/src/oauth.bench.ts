@@ -36,6 +36,7 @@ async function startServer(auth: boolean) {
     store,
     limits: { tokenRequestsPerIpPerMinute: 1_000_000_000 },
     issueAccessToken: createAccessTokenIssuer(key),
+    checkSubject: async () => ({ active: true, scopes: ['mcp:tools'] }),
     login: async () => ({ ok: false, reason: 'invalid_credentials' }),
   });
   mountBenchMcp(app, { name: 'ping', text: 'pong' });

@@ -6,7 +6,7 @@
  *     workflows, and reads the first account's password from its output;
  *  2. obtains an access token through the authorization code flow (registration, the login
  *     form, PKCE, the token endpoint) — the way a user's MCP client would;
- *  3. `conformance server` for server-initialize, ping and tools-list, through a loopback proxy
+ *  3. `conformance server` for server-initialize, ping, tools-list and dns-rebinding-protection, through a loopback proxy
  *     that adds the Bearer token (the suite's client cannot send one);
  *  4. `conformance authorization` against the authorization server, when the installed suite
  *     has that command (0.2.0-alpha and later), driving the login form headlessly.
@@ -39,7 +39,7 @@ const CONFORMANCE = join(
   'index.js',
 );
 const WORKFLOWS = join(REPOSITORY, 'workflows', 'scim', 'scim.arazzo.yaml');
-const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list'];
+const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
 const CALLBACK_PORT = 3917;
 const verbose = process.argv.includes('--verbose');
 const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');

@@ -1,9 +1,9 @@
+import { FixedWindowThrottle, reserveAll } from '@mcp-identity/common';
 import type { IssuerResolver, SigningKey } from '@mcp-identity/oauth';
 import { signToken } from '@mcp-identity/oauth';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { jwtVerify } from 'jose';
 import { type AccountStore, normalizeEmail } from './accounts.js';
-import { FailureThrottle } from './throttle.js';
 
 export const LOGIN_PATH = '/api/auth/login';
 export const ME_PATH = '/api/auth/me';
@@ -50,8 +50,12 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
   const clock = options.clock ?? Date.now;
   const ttlSeconds = options.tokenTtlSeconds ?? 3600;
   const windowMs = (options.throttleWindowSeconds ?? 900) * 1000;
-  const perAccount = new FailureThrottle(options.failuresPerAccount ?? 5, windowMs, clock);
-  const perIp = new FailureThrottle(options.failuresPerIp ?? 20, windowMs, clock);
+  const perAccount = new FixedWindowThrottle({
+    limit: options.failuresPerAccount ?? 5,
+    windowMs,
+    clock,
+  });
+  const perIp = new FixedWindowThrottle({ limit: options.failuresPerIp ?? 20, windowMs, clock });
 
   app.post(LOGIN_PATH, async (request, reply) => {
     const credentials = credentialsOf(request.body);
@@ -64,18 +68,22 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
       );
     }
     const account = normalizeEmail(credentials.email);
-    const retryAfter = Math.max(perAccount.blockedFor(account), perIp.blockedFor(request.ip));
-    if (retryAfter > 0) {
-      reply.header('retry-after', String(retryAfter));
+    // The attempt counts before the slow password check, so concurrent guesses cannot all be
+    // evaluated; a success gives it back.
+    const attempt = reserveAll([
+      [perAccount, account],
+      [perIp, request.ip],
+    ]);
+    if (!attempt.allowed) {
+      reply.header('retry-after', String(attempt.retryAfterSeconds));
       return sendError(reply, 429, 'too_many_requests', 'Too many failed logins; try again later.');
     }
     const result = await options.accounts.verify(credentials.email, credentials.password);
     if (!result.ok) {
-      perAccount.fail(account);
-      perIp.fail(request.ip);
       return sendError(reply, 401, 'invalid_credentials', 'Invalid e-mail or password.');
     }
-    perAccount.succeed(account);
+    perAccount.reset(account);
+    perIp.release(request.ip);
     const issuer = options.issuer(request);
     const { token, expiresIn } = await signToken(options.key, {
       issuer,

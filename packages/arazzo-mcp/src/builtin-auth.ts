@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { createCorsHook, createOriginPolicy } from '@mcp-identity/common';
 import {
   createAccessTokenIssuer,
   createIssuerResolver,
@@ -6,6 +7,7 @@ import {
   loadOrCreateSigningKey,
   oauthServer,
   publicJwks,
+  SCOPE,
 } from '@mcp-identity/oauth';
 import type { FastifyPluginAsync } from 'fastify';
 import { AccountStore, generatePassword } from './accounts.js';
@@ -30,6 +32,11 @@ export interface BuiltinAuthOptions {
    * (never the logger, which may ship lines elsewhere).
    */
   onInitialAccount?: (account: { email: string; password: string }) => void;
+  /**
+   * Browser origins (`https://inspector.example.com`) that may read the discovery documents
+   * and call registration and token endpoints, besides loopback origins and `publicUrl`'s.
+   */
+  allowedOrigins?: readonly string[];
   /** Lifetime of OAuth access tokens (default 300 s) and normal-login tokens (default 3600 s). */
   accessTokenTtlSeconds?: number;
   loginTokenTtlSeconds?: number;
@@ -45,6 +52,20 @@ export interface BuiltinAuth extends HttpAuth {
 }
 
 /** The two lines announcing the first account; its password is never shown again. */
+/**
+ * The endpoints a browser-based MCP client (MCP Inspector's web UI) reads across origins:
+ * RFC 9728 and RFC 8414 discovery, RFC 7591 registration, the token endpoint and the keys.
+ * `/mcp` itself gets CORS from the HTTP app.
+ */
+export const CORS_AUTH_PATHS = [
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-protected-resource/mcp',
+  '/.well-known/oauth-authorization-server',
+  '/oauth/register',
+  '/oauth/token',
+  '/oauth/jwks',
+] as const;
+
 export function describeInitialAccount(account: { email: string; password: string }): string {
   return `Created the first account: ${account.email}\nPassword (shown only this once): ${account.password}`;
 }
@@ -59,6 +80,15 @@ function printInitialAccount(account: { email: string; password: string }): void
  * guard, and the normal login. Creates the first account when the store is empty.
  */
 export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promise<BuiltinAuth> {
+  // First: an invalid origin throws before anything is opened.
+  const cors = createCorsHook({
+    policy: createOriginPolicy({
+      ownOrigins: options.publicUrl === undefined ? [] : [options.publicUrl],
+      allowedOrigins: options.allowedOrigins,
+    }),
+    paths: CORS_AUTH_PATHS,
+    methods: ['GET', 'POST'],
+  });
   const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
   const key = await loadOrCreateSigningKey(join(dataDir, SIGNING_KEY_FILE));
   const accounts = AccountStore.open(dataDir);
@@ -76,8 +106,22 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     throw error;
   }
   const issuerOptions = { publicUrl: options.publicUrl, trustProxy: options.trustProxy === true };
-  const guard = createMcpGuard({ key: key.publicKey, algorithms: [key.alg], ...issuerOptions });
+  const guard = createMcpGuard({
+    key: key.publicKey,
+    algorithms: [key.alg],
+    ...issuerOptions,
+    // A removed account's access tokens stop working at once, not when they expire.
+    isSubjectActive: (subject) => accounts.findById(subject) !== undefined,
+  });
   const routes: FastifyPluginAsync = async (app) => {
+    // Added before the plugins below so that their routes inherit it; the OPTIONS routes give
+    // preflights a route in this context, where the hook answers them.
+    app.addHook('onRequest', cors);
+    for (const path of CORS_AUTH_PATHS) {
+      app.options(path, async (_request, reply) =>
+        reply.code(204).header('allow', 'GET, POST').send(),
+      );
+    }
     await app.register(oauthServer, {
       ...issuerOptions,
       applicationName: 'Arazzo MCP',
@@ -88,6 +132,12 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
           ? { ok: true, userId: result.account.id }
           : { ok: false, reason: 'invalid_credentials' };
       },
+      // Every token request re-reads the account: `accounts remove` (from the CLI, another
+      // process) ends the grant at its next refresh, which also revokes its refresh tokens.
+      checkSubject: async ({ userId }) =>
+        accounts.findById(userId) === undefined
+          ? { active: false }
+          : { active: true, scopes: [SCOPE] },
       issueAccessToken: createAccessTokenIssuer(key, {
         ttlSeconds: options.accessTokenTtlSeconds ?? 300,
       }),

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ArazzoValidationError } from '@mcp-identity/arazzo';
 import {
   ConfigError,
@@ -5,10 +6,16 @@ import {
   createLogger,
   defineConfig,
   loadConfig,
+  normalizeOrigin,
   renderConfigHelp,
 } from '@mcp-identity/common';
 import { AccountError, AccountStore, generatePassword } from './accounts.js';
 import { DEFAULT_ADMIN_EMAIL, DEFAULT_DATA_DIR, describeInitialAccount } from './builtin-auth.js';
+import {
+  HEADER_NAME_PATTERN,
+  REQUIRED_HEADER_VALUE_ENV,
+  type RequiredHeader,
+} from './required-header.js';
 import { openArazzoMcp, serveArazzoMcpStdio, startArazzoMcpHttp } from './service.js';
 import { ToolShapeError } from './tools.js';
 
@@ -114,6 +121,24 @@ const serveFields = defineConfig({
     description: 'With --auth builtin: e-mail of the account created on first start',
     env: 'ARAZZO_MCP_ADMIN_EMAIL',
     default: DEFAULT_ADMIN_EMAIL,
+  },
+  allowedOrigin: {
+    type: 'string[]',
+    flag: 'allowed-origin',
+    description:
+      'A browser origin allowed to call /mcp besides loopback ones and the public URL, e.g. https://inspector.example.com (repeatable; the env var takes a comma-separated list); other origins get 403',
+    env: 'ARAZZO_MCP_ALLOWED_ORIGINS',
+  },
+  requireHeader: {
+    type: 'string',
+    description: `Refuse every /mcp request without this header (401); its value comes from --require-header-file or the env var ${REQUIRED_HEADER_VALUE_ENV}`,
+    env: 'ARAZZO_MCP_REQUIRE_HEADER',
+    schema: { pattern: HEADER_NAME_PATTERN.source },
+  },
+  requireHeaderFile: {
+    type: 'string',
+    description: 'With --require-header: a file whose first line (trimmed) is the header value',
+    env: 'ARAZZO_MCP_REQUIRE_HEADER_FILE',
   },
   resultFormat: {
     type: 'string',
@@ -235,6 +260,9 @@ export interface ServeOptions extends DocumentOptions {
   publicUrl?: string;
   trustProxy: boolean;
   adminEmail: string;
+  /** `--require-header` with its value resolved. */
+  requiredHeader?: RequiredHeader;
+  allowedOrigins: string[];
 }
 
 /** Parses the command line; throws ConfigError (exit 2) for anything it cannot accept. */
@@ -259,6 +287,8 @@ export function parseCommandLine(
       transport: values.transport as ServeOptions['transport'],
       resultFormat: values.resultFormat as ServeOptions['resultFormat'],
       auth: values.auth as ServeOptions['auth'],
+      requiredHeader: resolveRequiredHeader(values, env),
+      allowedOrigins: parseAllowedOrigins(values.allowedOrigin ?? []),
     };
     checkAuthOptions(options);
     return { name, options };
@@ -305,6 +335,61 @@ function checkAuthOptions(options: ServeOptions): void {
   }
 }
 
+const REQUIRE_HEADER_SOURCE = 'flag --require-header or env var ARAZZO_MCP_REQUIRE_HEADER';
+const REQUIRE_HEADER_FILE_SOURCE =
+  'flag --require-header-file or env var ARAZZO_MCP_REQUIRE_HEADER_FILE';
+
+/**
+ * The header name with its expected value: the first line of the file (trimmed) when one is
+ * given, else the environment variable. A missing, unreadable or empty source is a
+ * configuration error, so the server never starts open by mistake.
+ */
+function resolveRequiredHeader(
+  values: { requireHeader?: string; requireHeaderFile?: string; transport: string },
+  env: Record<string, string | undefined>,
+): RequiredHeader | undefined {
+  const problem = (key: string, source: string, message: string) =>
+    new ConfigError([{ key, source, message }]);
+  const name = values.requireHeader;
+  if (name === undefined) {
+    if (values.requireHeaderFile === undefined) return undefined;
+    throw problem('requireHeaderFile', REQUIRE_HEADER_FILE_SOURCE, 'needs --require-header');
+  }
+  if (values.transport === 'stdio') {
+    throw problem('requireHeader', REQUIRE_HEADER_SOURCE, 'needs --transport http');
+  }
+  if (values.requireHeaderFile === undefined) {
+    const value = env[REQUIRED_HEADER_VALUE_ENV]?.trim();
+    if (!value) {
+      throw problem(
+        'requireHeader',
+        `env var ${REQUIRED_HEADER_VALUE_ENV}`,
+        'is not set or empty: give the header value there or in --require-header-file',
+      );
+    }
+    return { name, value };
+  }
+  let text: string;
+  try {
+    text = readFileSync(values.requireHeaderFile, 'utf8');
+  } catch (error) {
+    throw problem(
+      'requireHeaderFile',
+      REQUIRE_HEADER_FILE_SOURCE,
+      `cannot read ${values.requireHeaderFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
+  }
+  const value = text.split(/\r?\n/, 1)[0]?.trim();
+  if (!value) {
+    throw problem(
+      'requireHeaderFile',
+      REQUIRE_HEADER_FILE_SOURCE,
+      `the first line of ${values.requireHeaderFile} is empty`,
+    );
+  }
+  return { name, value };
+}
+
 function parseAccountsCommand(
   argv: readonly string[],
   env: Record<string, string | undefined>,
@@ -325,6 +410,18 @@ function parseAccountsCommand(
   }
   const { values } = loadConfig(accountFields, { argv: [...rest], env });
   return { name: 'accounts', action: action as AccountAction, options: values };
+}
+
+function parseAllowedOrigins(entries: readonly string[]): string[] {
+  const problems = entries
+    .filter((entry) => normalizeOrigin(entry) === undefined)
+    .map((entry) => ({
+      key: 'allowedOrigin',
+      source: 'flag --allowed-origin or env var ARAZZO_MCP_ALLOWED_ORIGINS',
+      message: `invalid value ${JSON.stringify(entry)}: expected an http(s) origin such as https://app.example.com`,
+    }));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return [...entries];
 }
 
 function parseSourceServers(entries: readonly string[]): Record<string, string> {

@@ -1,12 +1,14 @@
 import {
   createApp,
+  createCorsHook,
+  createOriginPolicy,
   JSON_RPC,
   jsonRpcError,
   type Logger,
   registerHealthRoutes,
 } from '@mcp-identity/common';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type {
+  FastifyError,
   FastifyInstance,
   FastifyPluginAsync,
   FastifyReply,
@@ -15,7 +17,10 @@ import type {
   preHandlerAsyncHookHandler,
 } from 'fastify';
 import type { ToolCatalog } from './catalog.js';
+import { McpExchangeRouter } from './exchange-router.js';
 import { createMcpServer, type ServerInfo } from './mcp-server.js';
+import { refuseForeignOrigins } from './origin-guard.js';
+import { type RequiredHeader, requireHeader } from './required-header.js';
 
 export const MCP_PATH = '/mcp';
 export const HEALTH_PATH = '/health';
@@ -31,6 +36,15 @@ export interface ArazzoMcpAppOptions {
   mcpGuard?: preHandlerAsyncHookHandler;
   /** An authorization layer mounted at the root (`setUpBuiltinAuth` builds one). */
   auth?: HttpAuth;
+  /** Refuse every `/mcp` request without this header value (401); health stays open. */
+  requiredHeader?: RequiredHeader;
+  /**
+   * Browser origins allowed on `/mcp` besides loopback ones and `ownOrigins` (anything else
+   * with an `Origin` header gets 403); they also get CORS there.
+   */
+  allowedOrigins?: readonly string[];
+  /** The server's own public origins (from `--public-url`). */
+  ownOrigins?: readonly string[];
 }
 
 export interface HttpAuth {
@@ -42,15 +56,30 @@ export interface HttpAuth {
   trustProxy: boolean;
 }
 
+/** What the MCP SDK's transport answers HTTP-level refusals with (a server-defined code). */
+const TRANSPORT_ERROR = -32000;
+
 /** Streamable HTTP needs only POST when the server keeps no sessions. */
 const NOT_ALLOWED_METHODS = ['GET', 'DELETE', 'PUT', 'PATCH'] as const;
 
 /**
- * The HTTP app: stateless Streamable HTTP at `/mcp` (a fresh MCP server and transport for
- * every POST, so concurrent calls share nothing) and `GET /health`.
+ * The HTTP app: stateless Streamable HTTP at `/mcp` (one MCP server for the app, a transport
+ * per POST, see McpExchangeRouter) and `GET /health`.
  */
 export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstance {
   const app = createApp({ logger: options.logger, trustProxy: options.auth?.trustProxy });
+  const server = createMcpServer(options.catalog, options.serverInfo);
+  const router = new McpExchangeRouter();
+  app.addHook('onReady', () => server.connect(router));
+  app.addHook('onClose', () => server.close());
+  // Before any authentication, so that browsers can read its answers and foreign pages get
+  // nothing further.
+  const policy = createOriginPolicy({
+    allowedOrigins: options.allowedOrigins,
+    ownOrigins: options.ownOrigins ?? [],
+  });
+  app.addHook('onRequest', createCorsHook({ policy, paths: [MCP_PATH], methods: ['POST'] }));
+  app.addHook('onRequest', refuseForeignOrigins(policy, [MCP_PATH]));
   registerHealthRoutes(app, { livePath: HEALTH_PATH });
   if (options.auth) {
     app.addHook('onRequest', options.auth.guard);
@@ -63,8 +92,21 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
     );
+    // Framework refusals on /mcp (a malformed Content-Type, an oversized body) keep the
+    // JSON-RPC shape clients parse there.
+    scope.setErrorHandler((error: FastifyError, request, reply) => {
+      const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
+      if (status >= 500) {
+        request.log.error({ err: error }, 'MCP request failed');
+        return reply
+          .code(status)
+          .send(jsonRpcError(null, JSON_RPC.internalError, 'Internal server error'));
+      }
+      return reply.code(status).send(jsonRpcError(null, TRANSPORT_ERROR, error.message));
+    });
+    if (options.requiredHeader) scope.addHook('onRequest', requireHeader(options.requiredHeader));
     if (options.mcpGuard) scope.addHook('preHandler', options.mcpGuard);
-    scope.post(MCP_PATH, (request, reply) => handleMcpPost(options, request, reply));
+    scope.post(MCP_PATH, (request, reply) => handleMcpPost(router, request, reply));
     scope.route({
       method: [...NOT_ALLOWED_METHODS],
       url: MCP_PATH,
@@ -73,7 +115,11 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
           .code(405)
           .header('allow', 'POST')
           .send(
-            jsonRpcError(null, -32000, 'Method not allowed: this server is stateless, use POST.'),
+            jsonRpcError(
+              null,
+              TRANSPORT_ERROR,
+              'Method not allowed: this server is stateless, use POST.',
+            ),
           ),
     });
   });
@@ -81,7 +127,7 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
 }
 
 async function handleMcpPost(
-  options: ArazzoMcpAppOptions,
+  router: McpExchangeRouter,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<void> {
@@ -98,18 +144,9 @@ async function handleMcpPost(
     }
   }
   // Any other content type is left to the transport, which answers 415 before reading a body.
-  const server = createMcpServer(options.catalog, options.serverInfo);
-  const transport = new StreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: true,
-  });
-  reply.raw.on('close', () => {
-    server.close().catch((error: unknown) => request.log.warn({ err: error }, 'MCP close failed'));
-  });
   reply.hijack();
   try {
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, parsedBody);
+    await router.handle(request.raw, reply.raw, parsedBody);
   } catch (error) {
     request.log.error({ err: error }, 'MCP request failed');
     if (!reply.raw.headersSent) {

@@ -44,6 +44,12 @@ export {
 export { createMcpServer, DEFAULT_SERVER_INFO, type ServerInfo } from './mcp-server.js';
 export { camelToSnake, TOOL_NAME_PATTERN, toParameterName } from './naming.js';
 export { pythonDictRepr, pythonRepr, pythonStrRepr } from './python-repr.js';
+export {
+  HEADER_NAME_PATTERN,
+  REQUIRED_HEADER_VALUE_ENV,
+  type RequiredHeader,
+  requireHeader,
+} from './required-header.js';
 export { invalidArgumentsResult, type ResultOptions, toCallToolResult } from './results.js';
 export {
   AREA_A_PORT,

@@ -18,8 +18,8 @@ export const DEFAULT_SERVER_INFO: ServerInfo = { name: 'arazzo-mcp', version: pa
 
 /**
  * An MCP server exposing the catalog's tools. The low-level Server is used so that the JSON
- * Schemas clients see are exactly ours. Cheap to create: the stateless HTTP transport makes
- * one per request.
+ * Schemas clients see are exactly ours. One per process: HTTP exchanges share it through
+ * McpExchangeRouter.
  */
 export function createMcpServer(
   catalog: ToolCatalog,

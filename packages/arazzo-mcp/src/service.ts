@@ -5,6 +5,7 @@ import { type BuiltinAuth, type BuiltinAuthOptions, setUpBuiltinAuth } from './b
 import { createToolCatalog, type ToolCatalog, type ToolCatalogOptions } from './catalog.js';
 import { createArazzoMcpApp } from './http.js';
 import { createMcpServer, type ServerInfo } from './mcp-server.js';
+import type { RequiredHeader } from './required-header.js';
 
 export interface ArazzoMcpOptions extends Omit<ToolCatalogOptions, 'logger'> {
   /** Path or http(s) URL of the Arazzo document. */
@@ -96,6 +97,10 @@ export interface ArazzoMcpHttpOptions extends ArazzoMcpOptions {
    * token with `mcp:tools`. Absent: `--auth none` (a gateway in front authenticates).
    */
   builtinAuth?: BuiltinAuthOptions;
+  /** `--require-header`: every `/mcp` request must carry this header value (401 otherwise). */
+  requiredHeader?: RequiredHeader;
+  /** Browser origins allowed on `/mcp` besides loopback and the public URL's (403 otherwise). */
+  allowedOrigins?: readonly string[];
 }
 
 /** Area A's port in the `mcp-identity` stack (the command's own default stays 5000). */
@@ -107,12 +112,21 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
   const opened = await openArazzoMcp({ ...options, logger });
   let auth: BuiltinAuth | undefined;
   try {
-    if (options.builtinAuth) auth = await setUpBuiltinAuth(options.builtinAuth);
+    if (options.builtinAuth) {
+      // The same browser origins get CORS on the authorization endpoints as on /mcp.
+      auth = await setUpBuiltinAuth({
+        allowedOrigins: options.allowedOrigins,
+        ...options.builtinAuth,
+      });
+    }
     const app = createArazzoMcpApp({
       catalog: opened.catalog,
       logger,
       serverInfo: options.serverInfo,
       auth,
+      requiredHeader: options.requiredHeader,
+      allowedOrigins: options.allowedOrigins,
+      ownOrigins: options.builtinAuth?.publicUrl ? [options.builtinAuth.publicUrl] : [],
     });
     // Runs once in-flight requests have finished, whether closed by the caller or a signal.
     app.addHook('onClose', async () => {

@@ -132,7 +132,9 @@ function buildTool(
     },
     outputSchema: {
       type: 'object',
-      properties: Object.fromEntries(workflow.outputs.map((name) => [name, {}])),
+      properties: Object.fromEntries(
+        workflow.outputs.map((name) => [name, workflow.outputSchemas?.[name] ?? {}]),
+      ),
       additionalProperties: false,
     },
   };

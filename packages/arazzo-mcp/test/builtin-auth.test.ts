@@ -1,37 +1,26 @@
-import { AccountStore, startArazzoMcpHttp } from '@mcp-identity/arazzo-mcp';
-import { createLogger, type RunningServer } from '@mcp-identity/common';
-import { useTempDir } from '@mcp-identity/common/testing';
+import { AccountStore } from '@mcp-identity/arazzo-mcp';
+import { createApp, createLogger, type RunningServer } from '@mcp-identity/common';
+import { describeBrowser, startTestServer, useTempDir } from '@mcp-identity/common/testing';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE_ENV, startFixtureApi, writeFixtures } from './support/fixture-api.js';
-import { FormFillingProvider } from './support/login-form.js';
+import { BrowserLoginProvider, CLIENT_NAME } from './support/browser-login.js';
+import { startBuiltinServer } from './support/builtin-server.js';
 
 const tempDir = useTempDir('arazzo-mcp-builtin-');
-const logger = createLogger({ level: 'silent', pretty: false });
 let server: RunningServer;
 let dataDir: string;
 let admin: { email: string; password: string };
 const announced: Array<{ email: string; password: string }> = [];
 
 beforeAll(async () => {
-  const api = await startFixtureApi();
-  const files = writeFixtures(tempDir(), api.url);
   dataDir = tempDir();
-  server = await startArazzoMcpHttp({
-    arazzo: files.users,
-    sourceServers: { scim: `${api.url}/scim2` },
-    env: FIXTURE_ENV,
-    port: 0,
-    handleSignals: false,
-    logger,
-    builtinAuth: {
-      dataDir,
-      initialAccountEmail: 'Owner@Example.com',
-      onInitialAccount: (account) => announced.push(account),
-    },
+  server = await startBuiltinServer(tempDir(), {
+    dataDir,
+    initialAccountEmail: 'Owner@Example.com',
+    onInitialAccount: (account) => announced.push(account),
   });
   admin = announced[0] ?? { email: '', password: '' };
 });
@@ -190,9 +179,17 @@ describe('serve --auth builtin: the guard in front of /mcp', () => {
   });
 });
 
-describe('serve --auth builtin with the official MCP SDK client', () => {
-  it('discovers, registers, signs in, exchanges the code, lists and calls a workflow tool', async () => {
-    const provider = new FormFillingProvider(admin);
+describeBrowser('serve --auth builtin with the official MCP SDK client', (browser) => {
+  let callback: RunningServer;
+  beforeAll(async () => {
+    // The client's redirect target: a real loopback listener, as a native client's would be.
+    const app = createApp({ logger: createLogger({ level: 'silent', pretty: false }) });
+    app.get('/callback', (_request, reply) => reply.type('text/html').send('<h1>Signed in</h1>'));
+    callback = await startTestServer(app);
+  });
+
+  it('given only the /mcp URL: discovers, registers, signs in in Chromium, gets a token, lists and calls a tool', async () => {
+    const provider = new BrowserLoginProvider(browser, admin, `${callback.url}/callback`);
     const mcpUrl = new URL(`${server.url}/mcp`);
     const first = new Client({ name: 'builtin-auth-e2e', version: '1.0.0' });
     await expect(
@@ -204,7 +201,9 @@ describe('serve --auth builtin with the official MCP SDK client', () => {
       `${server.url}/oauth/authorize`,
     );
     expect(authorizationUrl?.searchParams.get('code_challenge_method')).toBe('S256');
-    expect(provider.code).toBeDefined();
+    // The login page named the client by the name it registered (issue 19).
+    expect(provider.shownClientName).toBe(CLIENT_NAME);
+    expect(provider.code).toMatch(/^[\w-]{43}$/);
 
     const transport = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
     await transport.finishAuth(provider.code ?? '');

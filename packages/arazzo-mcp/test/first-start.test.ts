@@ -1,14 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURE_ENV, startFixtureApi, writeFixtures } from './support/fixture-api.js';
+import { type ServedBin, spawnServe } from './support/serve-bin.js';
 
-const BIN = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
-const REGISTER_SOURCES = fileURLToPath(new URL('./support/register-sources.mjs', import.meta.url));
 const tempDir = useTempDir('arazzo-mcp-first-start-');
 const children = new Set<ChildProcess>();
 let arazzo: string;
@@ -24,55 +21,14 @@ afterAll(() => {
   for (const child of children) child.kill('SIGKILL');
 });
 
-/** Runs `serve --auth builtin` until it listens; resolves to its URL and what it printed. */
-async function startBin(): Promise<{ url: string; stdout: () => string; stop(): Promise<void> }> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--import',
-      REGISTER_SOURCES,
-      BIN,
-      'serve',
-      '--auth',
-      'builtin',
-      '--arazzo',
-      arazzo,
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-    ],
-    { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...FIXTURE_ENV } },
+/** Runs `serve --auth builtin` until it listens. */
+async function startBin(): Promise<ServedBin> {
+  const served = await spawnServe(
+    ['--auth', 'builtin', '--arazzo', arazzo, '--port', '0', '--data-dir', dataDir],
+    FIXTURE_ENV,
   );
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const check = () => {
-      const match = /"url":"(http:\/\/[^"]+)\/mcp","msg":"arazzo-mcp listening"/.exec(stdout);
-      if (match?.[1]) resolve(match[1]);
-    };
-    child.stdout.on('data', check);
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-  });
-  return {
-    url,
-    stdout: () => stdout,
-    async stop() {
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await exited;
-      children.delete(child);
-    },
-  };
+  children.add(served.child);
+  return served;
 }
 
 async function login(url: string, email: string, password: string) {

@@ -1,4 +1,4 @@
-import type { WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
+import type { WorkflowResult } from '@mcp-identity/arazzo';
 import {
   createArazzoMcpApp,
   createToolCatalog,
@@ -9,15 +9,9 @@ import { startTestServer } from '@mcp-identity/common/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GET_USER_WORKFLOWS } from './support/get-user-workflow.js';
 
-const workflows: WorkflowSummary[] = [
-  {
-    workflowId: 'getUser',
-    summary: 'Get one user by id',
-    inputs: { type: 'object', properties: { userId: { type: 'string' } } },
-    outputs: ['user'],
-  },
-];
+const workflows = GET_USER_WORKFLOWS;
 
 /** Answers from a table; a run for `wait-for-<id>` finishes only after the run for `<id>`. */
 function tableRunner(): WorkflowRunner {
@@ -171,6 +165,47 @@ describe('Streamable HTTP transport', () => {
     });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ error: { code: -32700 } });
+  });
+
+  it('answers params that do not fit the method with -32602 naming the member', async () => {
+    const response = await fetch(`${baseUrl}/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: 'get_user', arguments: 'userId=u1' },
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 4,
+      error: {
+        code: -32602,
+        message:
+          'Invalid params for tools/call: params.arguments: expected record, received string',
+      },
+    });
+  });
+
+  it('keeps the JSON-RPC shape when the framework refuses a Content-Type', async () => {
+    const response = await fetch(`${baseUrl}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json, text/plain' },
+      body: '{}',
+    });
+    expect(response.status).toBe(415);
+    expect(await response.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: expect.stringContaining('Unsupported Media Type') },
+    });
   });
 
   it('reports health', async () => {

@@ -1,6 +1,6 @@
 /**
- * Arazzo 1.0.1 runtime expressions (spec §"Runtime Expressions" ABNF): parsing into a small
- * AST, evaluation against a scope, and `{$expr}` embedding in strings.
+ * Arazzo 1.0.1 runtime expressions (the ABNF of the standard's "Runtime Expressions" section):
+ * parsing into a small AST, evaluation against a scope, and `{$expr}` embedding in strings.
  */
 import { getByPointer, JsonPointerError, parsePointer } from './json-pointer.js';
 

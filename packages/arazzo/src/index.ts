@@ -2,8 +2,11 @@
  * @mcp-identity/arazzo — load, validate and execute Arazzo 1.0.1 workflows against OpenAPI
  * 3.0/3.1 operations. Knows nothing of MCP.
  */
+
+import type { JsonSchema } from './json-schema.js';
 import { inputsSchema, type LoadOptions, loadModel } from './loader.js';
 import { type ArazzoModel, resolveStepTarget } from './model.js';
+import { workflowOutputSchemas } from './output-schemas.js';
 import { type Runner, type RunnerOptions, WorkflowRunner } from './runner.js';
 import { type SchemeCredentials, schemeEnvNames } from './security.js';
 
@@ -15,6 +18,7 @@ export {
   parseExpression,
   type RuntimeExpression,
 } from './expression.js';
+export type { JsonSchema } from './json-schema.js';
 export type { LoadOptions } from './loader.js';
 export type { Runner, RunnerLogger, RunnerOptions, WorkflowResult } from './runner.js';
 export { envBase, envPrefix, type SchemeCredentials, sanitizeEnvName } from './security.js';
@@ -27,6 +31,11 @@ export interface WorkflowSummary {
   inputs?: Record<string, unknown>;
   /** names of the workflow's declared outputs ([] when it has none) */
   outputs: string[];
+  /**
+   * JSON Schema of each declared output, derived from the OpenAPI response schemas its
+   * expression reads; every one accepts null; `{}` where the origin cannot be traced
+   */
+  outputSchemas?: Record<string, JsonSchema>;
 }
 
 export interface LoadedArazzo {
@@ -77,6 +86,7 @@ export async function loadArazzo(location: string, options?: LoadOptions): Promi
       ...(workflow.description !== undefined && { description: workflow.description }),
       ...(workflow.inputs !== undefined && { inputs: inputsSchema(model, workflow) }),
       outputs: Object.keys(workflow.outputs ?? {}),
+      outputSchemas: workflowOutputSchemas(model, workflow),
     })),
     credentials: credentialsOf(model),
   };

@@ -24,7 +24,8 @@ import {
 import { buildRequest } from './request.js';
 import { RunCredentials, TokenCache } from './security.js';
 import { serverBase } from './servers.js';
-import type { ActionObject, StepObject, WorkflowObject } from './types.js';
+import { decideTransition, type Transition } from './transition.js';
+import type { StepObject, WorkflowObject } from './types.js';
 
 export interface RunnerLogger {
   debug(obj: object, msg?: string): void;
@@ -75,9 +76,9 @@ class StepError extends Error {
 }
 
 const MAX_NESTING = 32;
-const MAX_RETRY_WAIT_MS = 60_000;
 
-interface StepOutcome {
+/** What running one step yields: its verdict and the context the workflow goes on with. */
+interface StepRun {
   success: boolean;
   scope: ExpressionScope;
   statusCode?: number;
@@ -92,40 +93,16 @@ interface RunState {
   stepExecutions: number;
 }
 
-/** Retries made so far, per step and per retry action name. */
-type RetryCounts = Map<string, Map<string, number>>;
-
-/**
- * The first failure action whose criteria hold; a retry action whose retryLimit is used up is
- * passed over, so the actions after it apply (Arazzo: the limit is exhausted first).
- */
-function chooseFailureAction(
-  actions: ActionObject[],
-  scope: ExpressionScope,
-  stepId: string,
-  retries: RetryCounts,
-): ActionObject | undefined {
-  for (const action of actions) {
-    if (!allPass(action.criteria, scope)) continue;
-    if (action.type !== 'retry') return action;
-    const counts = retries.get(stepId) ?? new Map<string, number>();
-    retries.set(stepId, counts);
-    const made = counts.get(action.name) ?? 0;
-    if (made >= (action.retryLimit ?? 1)) continue;
-    counts.set(action.name, made + 1);
-    return action;
-  }
-  return undefined;
+/** One workflow being run: what its steps read, and the step outputs they write. */
+interface WorkflowFrame {
+  workflow: WorkflowObject;
+  inputs: Record<string, unknown>;
+  steps: ExpressionScope['steps'];
+  state: RunState;
+  depth: number;
 }
 
-function retryDelayMs(action: ActionObject, header: string | undefined): number {
-  if (header !== undefined) {
-    const seconds = Number(header);
-    const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - Date.now();
-    if (Number.isFinite(ms)) return Math.min(Math.max(ms, 0), MAX_RETRY_WAIT_MS);
-  }
-  return Math.max(action.retryAfter ?? 0, 0) * 1000;
-}
+type FailedStep = { stepId: string; statusCode?: number };
 
 export class WorkflowRunner implements Runner {
   private readonly http: HttpClient;
@@ -271,105 +248,108 @@ export class WorkflowRunner implements Runner {
     const failedDependency = await this.runDependencies(workflow, inputs, state, depth);
     if (failedDependency) return failedDependency;
     state.workflows[workflow.workflowId] = { inputs };
-    const steps: ExpressionScope['steps'] = {};
-    const retries: RetryCounts = new Map();
-    let failedStep: { stepId: string; statusCode?: number } | undefined;
+    const frame: WorkflowFrame = { workflow, inputs, steps: {}, state, depth };
+    const retries = new Map<string, ReadonlyMap<string, number>>();
     let lastExchange: ExpressionScope | undefined;
     let index = 0;
 
-    const finish = (): WorkflowResult => {
-      const scope = this.baseScope(inputs, steps, state);
-      // Workflow outputs may read `$response`, `$statusCode`, … of the last step that ran:
-      // that is how one output (an `error` from `$response.body#/detail`, say) reports
-      // whichever step stopped the workflow.
-      if (lastExchange) {
-        const { url, method, statusCode, request, response } = lastExchange;
-        Object.assign(scope, { url, method, statusCode, request, response });
-      }
-      const outputs: Record<string, unknown> = {};
-      scope.outputs = outputs;
-      for (const [name, expression] of Object.entries(workflow.outputs ?? {})) {
-        outputs[name] = evaluateExpression(parseExpression(expression), scope) ?? null;
-      }
-      state.workflows[workflow.workflowId] = { inputs, outputs };
-      return failedStep
-        ? { kind: 'completed', outputs, failedStep }
-        : { kind: 'completed', outputs };
-    };
-    const transferTo = async (workflowId: string): Promise<WorkflowResult> => {
-      const result = await this.runWorkflow(
-        this.model.workflows.get(workflowId)!,
-        inputs,
-        state,
-        depth + 1,
-      );
-      if (result.kind === 'error') return result;
-      failedStep = result.failedStep;
-      return finish();
-    };
-
     while (index < workflow.steps.length) {
       const step = workflow.steps[index]!;
-      const outcome = await this.executeStep(workflow, step, inputs, steps, state, depth);
-      lastExchange = outcome.scope;
-      if (outcome.success) {
-        retries.delete(step.stepId);
-        const actions = effectiveActions(
-          this.model,
-          step.onSuccess,
-          workflow.successActions,
-          'successActions',
-        );
-        const action = actions.find((candidate) => allPass(candidate.criteria, outcome.scope));
-        if (!action) {
+      const run = await this.executeStep(frame, step);
+      lastExchange = run.scope;
+      const actions = run.success
+        ? effectiveActions(this.model, step.onSuccess, workflow.successActions, 'successActions')
+        : effectiveActions(this.model, step.onFailure, workflow.failureActions, 'failureActions');
+      const { transition, retriesMade } = decideTransition({
+        success: run.success,
+        actions,
+        scope: run.scope,
+        retryAfterHeader: run.retryAfterHeader,
+        retriesMade: retries.get(step.stepId) ?? new Map(),
+        now: Date.now(),
+      });
+      retries.set(step.stepId, retriesMade);
+      switch (transition.kind) {
+        case 'next':
           index++;
-          continue;
+          break;
+        case 'gotoStep':
+          index = workflow.steps.findIndex((s) => s.stepId === transition.stepId);
+          break;
+        case 'gotoWorkflow':
+          return this.transferTo(frame, transition.workflowId, lastExchange);
+        case 'retry': {
+          const failed = await this.prepareRetry(frame, transition);
+          if (failed) return failed;
+          break; // the same step again
         }
-        if (action.type === 'end') return finish();
-        if (action.workflowId !== undefined) return transferTo(action.workflowId);
-        index = workflow.steps.findIndex((s) => s.stepId === action.stepId);
-        continue;
+        case 'end':
+          return this.finish(frame, lastExchange);
+        case 'fail':
+          return this.finish(frame, lastExchange, {
+            stepId: step.stepId,
+            statusCode: run.statusCode,
+          });
       }
-
-      const actions = effectiveActions(
-        this.model,
-        step.onFailure,
-        workflow.failureActions,
-        'failureActions',
-      );
-      const action = chooseFailureAction(actions, outcome.scope, step.stepId, retries);
-      if (action?.type === 'retry') {
-        await this.sleep(retryDelayMs(action, outcome.retryAfterHeader));
-        if (action.stepId !== undefined) {
-          const target = workflow.steps.find((s) => s.stepId === action.stepId)!;
-          await this.executeStep(workflow, target, inputs, steps, state, depth);
-        } else if (action.workflowId !== undefined) {
-          const target = this.model.workflows.get(action.workflowId)!;
-          const result = await this.runWorkflow(target, inputs, state, depth + 1);
-          if (result.kind === 'error') return result;
-        }
-        continue; // the same step again
-      }
-      if (action?.type === 'goto') {
-        if (action.workflowId !== undefined) return transferTo(action.workflowId);
-        index = workflow.steps.findIndex((s) => s.stepId === action.stepId);
-        continue;
-      }
-      // an `end` action, or no matching action: the workflow stops at this step
-      failedStep = { stepId: step.stepId, statusCode: outcome.statusCode };
-      return finish();
     }
-    return finish();
+    return this.finish(frame, lastExchange);
   }
 
-  private async executeStep(
-    workflow: WorkflowObject,
-    step: StepObject,
-    inputs: Record<string, unknown>,
-    steps: ExpressionScope['steps'],
-    state: RunState,
-    depth: number,
-  ): Promise<StepOutcome> {
+  /** Waits, then runs the step or workflow the retry action names; an error result ends the run. */
+  private async prepareRetry(
+    frame: WorkflowFrame,
+    retry: Extract<Transition, { kind: 'retry' }>,
+  ): Promise<WorkflowResult | undefined> {
+    await this.sleep(retry.delayMs);
+    if (retry.stepId !== undefined) {
+      const target = frame.workflow.steps.find((s) => s.stepId === retry.stepId)!;
+      await this.executeStep(frame, target);
+    } else if (retry.workflowId !== undefined) {
+      const target = this.model.workflows.get(retry.workflowId)!;
+      const result = await this.runWorkflow(target, frame.inputs, frame.state, frame.depth + 1);
+      if (result.kind === 'error') return result;
+    }
+    return undefined;
+  }
+
+  /** A one-way transfer (goto a workflow): this workflow ends with the target's failed step. */
+  private async transferTo(
+    frame: WorkflowFrame,
+    workflowId: string,
+    lastExchange: ExpressionScope | undefined,
+  ): Promise<WorkflowResult> {
+    const target = this.model.workflows.get(workflowId)!;
+    const result = await this.runWorkflow(target, frame.inputs, frame.state, frame.depth + 1);
+    if (result.kind === 'error') return result;
+    return this.finish(frame, lastExchange, result.failedStep);
+  }
+
+  /** Evaluates the workflow's outputs and records them for `$workflows.<id>.outputs`. */
+  private finish(
+    { workflow, inputs, steps, state }: WorkflowFrame,
+    lastExchange: ExpressionScope | undefined,
+    failedStep?: FailedStep,
+  ): WorkflowResult {
+    const scope = this.baseScope(inputs, steps, state);
+    // Workflow outputs may read `$response`, `$statusCode`, … of the last step that ran:
+    // that is how one output (an `error` from `$response.body#/detail`, say) reports
+    // whichever step stopped the workflow.
+    if (lastExchange) {
+      const { url, method, statusCode, request, response } = lastExchange;
+      Object.assign(scope, { url, method, statusCode, request, response });
+    }
+    const outputs: Record<string, unknown> = {};
+    scope.outputs = outputs;
+    for (const [name, expression] of Object.entries(workflow.outputs ?? {})) {
+      outputs[name] = evaluateExpression(parseExpression(expression), scope) ?? null;
+    }
+    state.workflows[workflow.workflowId] = { inputs, outputs };
+    return failedStep ? { kind: 'completed', outputs, failedStep } : { kind: 'completed', outputs };
+  }
+
+  /** Runs one step (an operation or a workflow) and records its outputs in the frame. */
+  private async executeStep(frame: WorkflowFrame, step: StepObject): Promise<StepRun> {
+    const { workflow, inputs, steps, state, depth } = frame;
     state.stepExecutions++;
     if (state.stepExecutions > this.maxStepExecutions) {
       throw new StepError(
@@ -379,7 +359,7 @@ export class WorkflowRunner implements Runner {
     }
     const scope = this.baseScope(inputs, steps, state);
     const target = resolveStepTarget(this.model, step);
-    let outcome: StepOutcome;
+    let outcome: StepRun;
     try {
       if (target.kind === 'operation') {
         const baseUrl = serverBase(target.operation, this.model.sourceServers, this.env);

@@ -265,8 +265,9 @@ export class RunCredentials {
     const what = `token request for security scheme "${schemeName}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (scopes.length > 0) form.set('scope', scopes.join(' '));
-    // HTTP Basic, as the identity provider's token endpoint expects (spec §4.3), with each
-    // part form-encoded first (RFC 6749 §2.3.1) so a ':' in the id cannot shift the split.
+    // HTTP Basic (client_secret_basic), the client authentication every authorization server
+    // must accept (RFC 6749 §2.3.1), with each part form-encoded first as that section
+    // requires, so a ':' in the id cannot shift the split.
     const basic = Buffer.from(
       `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`,
     ).toString('base64');

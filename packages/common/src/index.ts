@@ -29,7 +29,25 @@ export { type HealthOptions, registerHealthRoutes } from './health.js';
 export { escapeHtml, setHtmlSecurityHeaders } from './html.js';
 export { createLogger, type Logger, type LoggerSettings } from './logger.js';
 export { runMain } from './main.js';
+export {
+  CORS_ALLOW_HEADERS,
+  CORS_EXPOSE_HEADERS,
+  type CorsOptions,
+  createCorsHook,
+  createOriginPolicy,
+  isLoopbackOrigin,
+  normalizeOrigin,
+  type OriginPolicy,
+  type OriginPolicyOptions,
+  registerCors,
+} from './origin.js';
 export { isSensitiveKey, REDACTED, redactDeep, redactUrl } from './redact.js';
+export {
+  isRedirectUriAllowed,
+  MAX_REDIRECT_URI_LENGTH,
+  MAX_REDIRECT_URIS,
+  redirectUriProblem,
+} from './redirect-uris.js';
 export {
   constantTimeEqual,
   hashSecret,
@@ -39,6 +57,12 @@ export {
 } from './secrets.js';
 export { type ListenOptions, type RunningServer, startServer } from './server.js';
 export { installSignalHandlers, onShutdown, type SignalOptions } from './shutdown.js';
+export {
+  FixedWindowThrottle,
+  type FixedWindowThrottleOptions,
+  reserveAll,
+  type ThrottleDecision,
+} from './throttle.js';
 export {
   ensureSelfSignedCertificate,
   loadTlsFiles,

@@ -36,7 +36,7 @@ runMain(async () => {
     options: { config: { type: 'string', short: 'c' }, 'data-dir': { type: 'string' } },
     strict: true,
   });
-  const options: Parameters<typeof startGateway>[0] = { handleSignals: true };
+  const options: Parameters<typeof startGateway>[0] = { handleSignals: true, guardProcess: true };
   if (values.config) options.configFile = values.config;
   if (values['data-dir']) options.dataDir = values['data-dir'];
   await startGateway(options);

@@ -54,7 +54,9 @@ export interface GatewayConfig {
   keyManagers: KeyManagerConfig[];
   jwt: JwtSettings;
   managementUsers: ManagementUser[];
-  limits: { maxRequestBodyBytes: number; idleTimeoutMs: number };
+  limits: { maxRequestBodyBytes: number; maxInflightRequestBytes: number; idleTimeoutMs: number };
+  /** Browser origins allowed on `/mcp` besides the gateway's own and loopback ones. */
+  allowedOrigins: string[];
   logLevel: string;
 }
 
@@ -78,6 +80,7 @@ const CONFIG_SCHEMA = {
         https_port: port,
         http_port: port,
         management_port: port,
+        allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/]+$' } },
       },
     },
     tls: {
@@ -91,6 +94,7 @@ const CONFIG_SCHEMA = {
       additionalProperties: false,
       properties: {
         max_request_body_bytes: { type: 'integer', minimum: 1 },
+        max_inflight_request_bytes: { type: 'integer', minimum: 1 },
         idle_timeout: duration,
       },
     },
@@ -250,6 +254,18 @@ export function resolveConfig(
   const doc = lowerCaseKeys(raw ?? {}, '', problems) as Doc;
   if (!validateConfig(doc)) problems.push(...(validateConfig.errors ?? []).map(describe));
   checkDurations(doc, problems);
+  const rawLimits = (doc.limits ?? {}) as Record<string, unknown>;
+  if (
+    typeof rawLimits.max_inflight_request_bytes === 'number' &&
+    rawLimits.max_inflight_request_bytes <
+      ((rawLimits.max_request_body_bytes as number) ?? 1024 * 1024)
+  ) {
+    problems.push({
+      key: 'limits.max_inflight_request_bytes',
+      message:
+        'must be at least limits.max_request_body_bytes (or no body of that size could ever be read)',
+    });
+  }
   const jwt = (doc.policy_configurations?.jwtauth_v1 ?? {}) as Record<string, unknown>;
   const rawManagers = (Array.isArray(jwt.keymanagers) ? jwt.keymanagers : []) as Array<
     Record<string, unknown>
@@ -302,7 +318,8 @@ export function resolveConfig(
   const gatewayUrl = doc.policy_configurations?.mcpauth_v1 as { gatewayurl?: string } | undefined;
 
   const config: GatewayConfig = {
-    host: (listeners.host as string | undefined) ?? '0.0.0.0',
+    // Loopback unless configured: exposing the proxies on the network is a deliberate choice.
+    host: (listeners.host as string | undefined) ?? '127.0.0.1',
     managementHost: (listeners.management_host as string | undefined) ?? '127.0.0.1',
     ports: {
       https: (listeners.https_port as number | undefined) ?? 8443,
@@ -322,8 +339,11 @@ export function resolveConfig(
       tokenCacheTtlMs: durationMs(jwt.tokencachettl, 300_000),
     },
     managementUsers: users,
+    allowedOrigins: (listeners.allowed_origins as string[] | undefined) ?? [],
     limits: {
       maxRequestBodyBytes: (limits.max_request_body_bytes as number | undefined) ?? 1024 * 1024,
+      maxInflightRequestBytes:
+        (limits.max_inflight_request_bytes as number | undefined) ?? 64 * 1024 * 1024,
       idleTimeoutMs: durationMs(limits.idle_timeout, 300_000),
     },
     logLevel: (doc.log_level as string | undefined) ?? process.env.LOG_LEVEL ?? 'info',

@@ -1,5 +1,10 @@
 import { parse as parseYaml } from 'yaml';
+import { POLICIES } from './policies/index.js';
+import type { ValidationContext } from './policies/policy.js';
 import { isKnownPolicy, supportedVersions, validatePolicyParams } from './policies/schemas.js';
+import { secretRefProblem } from './secret-ref.js';
+
+export type { ValidationContext } from './policies/policy.js';
 
 export const SUPPORTED_SPEC_VERSIONS = ['2025-06-18', '2025-11-25'] as const;
 export const HEALTH_PREFIX = '/_gateway-health';
@@ -8,6 +13,12 @@ export interface PolicyRef {
   name: string;
   version: string;
   params?: Record<string, unknown>;
+}
+
+/** A credential the gateway adds to every upstream request (`env:NAME` or `file:/abs/path`). */
+export interface UpstreamAuth {
+  header: string;
+  secretRef: string;
 }
 
 /** An MCP proxy definition (spec §2.8) after validation. */
@@ -26,7 +37,7 @@ export interface McpProxyDefinition {
     specVersions?: string[];
     /** Deprecated singular form, still accepted. */
     specVersion?: string;
-    upstream: { url: string };
+    upstream: { url: string; auth?: UpstreamAuth };
     tools?: unknown[];
     resources?: unknown[];
     prompts?: unknown[];
@@ -94,11 +105,60 @@ function checkContext(context: unknown, add: (f: string, m: string) => void) {
   }
 }
 
-function checkUpstream(upstream: unknown, add: (f: string, m: string) => void) {
+/** Headers the connection or the gateway itself owns cannot carry the upstream credential. */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'accept-encoding',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'keep-alive',
+  'proxy-connection',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+]);
+
+function checkUpstreamAuth(
+  auth: unknown,
+  context: ValidationContext,
+  add: (f: string, m: string) => void,
+) {
+  if (!isObject(auth))
+    return add('spec.upstream.auth', 'must be an object with header and secretRef');
+  for (const key of Object.keys(auth)) {
+    if (key !== 'header' && key !== 'secretRef')
+      add(`spec.upstream.auth.${key}`, 'is not supported');
+  }
+  const { header, secretRef } = auth;
+  // RFC 9110 §5.1: a field name is a token.
+  if (typeof header !== 'string' || !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$/.test(header)) {
+    add('spec.upstream.auth.header', 'must be an HTTP header name');
+  } else if (RESERVED_HEADERS.has(header.toLowerCase())) {
+    add('spec.upstream.auth.header', `${header} is reserved`);
+  }
+  if (typeof secretRef !== 'string') return add('spec.upstream.auth.secretRef', 'is required');
+  const problem = secretRefProblem(secretRef, context.resolveSecrets ?? false);
+  if (problem) add('spec.upstream.auth.secretRef', problem);
+}
+
+function checkUpstream(
+  upstream: unknown,
+  context: ValidationContext,
+  add: (f: string, m: string) => void,
+) {
   if (!isObject(upstream)) return add('spec.upstream', 'is required');
   for (const key of Object.keys(upstream)) {
-    if (key !== 'url') add(`spec.upstream.${key}`, 'is not supported (only url)');
+    if (key !== 'url' && key !== 'auth') {
+      add(`spec.upstream.${key}`, 'is not supported (only url and auth)');
+    }
   }
+  if (upstream.auth !== undefined) checkUpstreamAuth(upstream.auth, context, add);
   if (typeof upstream.url !== 'string' || upstream.url === '') {
     return add('spec.upstream.url', 'is required');
   }
@@ -158,27 +218,6 @@ function checkCatalogue(
   }
 }
 
-/** What the running gateway knows that a definition may refer to. */
-export interface ValidationContext {
-  /** Names of the configured key managers (mcp-auth `issuers` must be among them). */
-  keyManagers?: string[];
-}
-
-function checkIssuers(
-  params: Record<string, unknown> | undefined,
-  at: string,
-  context: ValidationContext,
-  add: (f: string, m: string) => void,
-) {
-  const issuers = params?.issuers;
-  if (!context.keyManagers || !Array.isArray(issuers)) return;
-  for (const [i, name] of issuers.entries()) {
-    if (typeof name === 'string' && !context.keyManagers.includes(name)) {
-      add(`${at}.params.issuers[${i}]`, `no key manager named '${name}' is configured`);
-    }
-  }
-}
-
 function checkPolicies(
   policies: unknown,
   context: ValidationContext,
@@ -222,8 +261,9 @@ function checkPolicy(
     const colon = message.indexOf(': ');
     add(message.slice(0, colon), message.slice(colon + 2));
   }
-  if (name === 'mcp-auth')
-    checkIssuers(params as Record<string, unknown> | undefined, at, context, add);
+  for (const [field, message] of POLICIES.get(name)?.check?.(params ?? {}, context) ?? []) {
+    add(`${at}.params.${field}`, message);
+  }
 }
 
 /** Validates a parsed definition, collecting every problem with its field path. */
@@ -276,7 +316,7 @@ export function validateDefinition(
     else if (!/^v?\d+(\.\d+)?(\.\d+)?$/.test(version)) add('spec.version', 'must look like v1.0');
     checkContext(spec.context, add);
     checkSpecVersions(spec, add);
-    checkUpstream(spec.upstream, add);
+    checkUpstream(spec.upstream, context, add);
     checkCatalogue(spec, 'tools', ['name'], add);
     checkCatalogue(spec, 'resources', ['uri', 'name'], add);
     checkCatalogue(spec, 'prompts', ['name'], add);

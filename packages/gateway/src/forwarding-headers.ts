@@ -16,36 +16,46 @@ const HOP_BY_HOP = new Set([
   'expect',
 ]);
 
+export interface UpstreamHeaderOptions {
+  stripAuthorization: boolean;
+  /** The body will be rewritten: ask for it uncompressed (RFC 9110 §12.5.3). */
+  identityEncoding: boolean;
+  /** `upstream.auth`: set by the gateway, never taken from the client. */
+  credential: { header: string; value: string } | undefined;
+}
+
 /** Request headers for the upstream, minus hop-by-hop ones and, when asked, the token. */
-export function upstreamHeaders(
-  headers: IncomingHttpHeaders,
-  options: { stripAuthorization: boolean; identityEncoding: boolean },
-) {
+export function upstreamHeaders(headers: IncomingHttpHeaders, options: UpstreamHeaderOptions) {
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+  const credential = options.credential?.header;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || name === credential) continue;
     if (options.stripAuthorization && name === 'authorization') continue;
-    if (options.identityEncoding && name === 'accept-encoding') continue;
     out[name] = value;
   }
+  if (options.identityEncoding) out['accept-encoding'] = 'identity';
+  if (options.credential) out[options.credential.header] = options.credential.value;
   return out;
 }
 
-/** A compressed body cannot be filtered; refusing it keeps `filterLists` from failing open. */
-export function isCompressed(headers: Dispatcher.ResponseData['headers']): boolean {
-  const encoding = String(headers['content-encoding'] ?? 'identity').toLowerCase();
-  return encoding !== 'identity';
+/** The response's content coding, lower-cased; `identity` when there is none. */
+export function contentEncoding(headers: Dispatcher.ResponseData['headers']): string {
+  const value = headers['content-encoding'];
+  if (value === undefined) return 'identity';
+  return (Array.isArray(value) ? value.join(',') : value).trim().toLowerCase() || 'identity';
 }
 
-/** Upstream response headers for the client; `dropLength` when the body is rewritten. */
-export function downstreamHeaders(
-  headers: Dispatcher.ResponseData['headers'],
-  dropLength: boolean,
-) {
+/**
+ * Upstream response headers for the client; `rewritten` when the gateway changes the body
+ * (its length and, once decoded, its content coding no longer apply).
+ */
+export function downstreamHeaders(headers: Dispatcher.ResponseData['headers'], rewritten: boolean) {
   const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || (HOP_BY_HOP.has(name) && name !== 'content-length')) continue;
-    if (dropLength && name === 'content-length') continue;
+    if (rewritten && (name === 'content-length' || name === 'content-encoding')) continue;
     out[name] = value;
   }
   return out;

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import {
   createApp,
   createLogger,
+  createOriginPolicy,
   ensureSelfSignedCertificate,
   type Logger,
   loadTlsFiles,
@@ -11,12 +13,15 @@ import {
   startServer,
 } from '@mcp-identity/common';
 import { TokenVerifier } from './auth/verifier.js';
+import { BodyBudget } from './body-budget.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
-import { registerDataPlane } from './data-plane.js';
+import { Listener } from './listener.js';
 import { registerManagementApi } from './management/api.js';
 import { BasicAuthenticator, resolveManagementUsers } from './management/users.js';
 import { GatewayMetrics } from './metrics.js';
+import { installProcessGuard } from './process-guard.js';
 import { ProxyRegistry } from './registry.js';
+import { registerDataPlane } from './routing.js';
 import { ProxyStore } from './store.js';
 
 export interface GatewayOptions {
@@ -35,6 +40,11 @@ export interface GatewayOptions {
   onGeneratedAdmin?: (username: string, password: string) => void;
   /** Close on SIGINT/SIGTERM (default false; `gateway serve` turns it on). */
   handleSignals?: boolean;
+  /**
+   * Log and count (`mcp_gateway_uncaught_errors_total`) errors that escape every handler
+   * instead of letting them end the process (default false; `gateway serve` turns it on).
+   */
+  guardProcess?: boolean;
 }
 
 export interface RunningGateway {
@@ -86,15 +96,23 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const registry = new ProxyRegistry({
     keyManagers: config.keyManagers,
     verifier,
-    gatewayUrl: () => gatewayUrl,
     idleTimeoutMs: config.limits.idleTimeoutMs,
+    now,
+    logger,
   });
   const audit = logger.child({ component: 'audit' });
+  const httpsListener = new Listener('https');
+  const httpListener = new Listener('http');
   const dataPlane = {
     registry,
     metrics,
     audit,
     maxRequestBodyBytes: config.limits.maxRequestBodyBytes,
+    bodyBudget: new BodyBudget(config.limits.maxInflightRequestBytes),
+    originPolicy: createOriginPolicy({
+      ownOrigins: config.gatewayUrl ? [config.gatewayUrl] : [],
+      allowedOrigins: config.allowedOrigins,
+    }),
   };
 
   const publicApp = createApp({
@@ -102,14 +120,14 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     https: { cert: tls.cert, key: tls.key },
     bodyLimit: config.limits.maxRequestBodyBytes,
   });
-  registerDataPlane(publicApp, dataPlane);
+  registerDataPlane(publicApp, { ...dataPlane, listener: httpsListener });
   const plainApp = createApp({ logger, bodyLimit: config.limits.maxRequestBodyBytes });
   registerHealthRoutes(plainApp, {
     livePath: '/_gateway-health/healthy',
     readyPath: '/_gateway-health/ready',
     liveBody: { status: 'healthy' },
   });
-  registerDataPlane(plainApp, dataPlane);
+  registerDataPlane(plainApp, { ...dataPlane, listener: httpListener });
   const managementApp = createApp({ logger, bodyLimit: 1024 * 1024 });
   registerManagementApi(managementApp, {
     store,
@@ -122,6 +140,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   });
 
   const servers: RunningServer[] = [];
+  const unguard = options.guardProcess ? installProcessGuard(logger, metrics) : undefined;
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= shutdown();
@@ -134,6 +153,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     await registry.close();
     await verifier.close();
     store.close();
+    unguard?.();
   };
   try {
     const listen = {
@@ -146,9 +166,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       port: config.ports.https,
     });
     servers.push(publicServer);
-    servers.push(
-      await startServer(plainApp, { ...listen, host: config.host, port: config.ports.http }),
-    );
+    const plainServer = await startServer(plainApp, {
+      ...listen,
+      host: config.host,
+      port: config.ports.http,
+    });
+    servers.push(plainServer);
     servers.push(
       await startServer(managementApp, {
         ...listen,
@@ -156,6 +179,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         port: config.ports.management,
       }),
     );
+    httpsListener.bind(publicServer.port, config.gatewayUrl);
+    httpListener.bind(plainServer.port, undefined);
     if (!gatewayUrl) gatewayUrl = `https://localhost:${publicServer.port}`;
     for (const proxy of store.list()) registry.apply(proxy.id, proxy.definition);
   } catch (error) {
@@ -170,8 +195,22 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     RunningServer,
     RunningServer,
   ];
+  const configuration = options.config
+    ? 'a resolved configuration object'
+    : options.configFile
+      ? path.resolve(options.configFile)
+      : options.settings
+        ? 'settings passed to startGateway'
+        : 'built-in defaults (no --config)';
   logger.info(
-    { public: publicServer.url, plain: plainServer.url, management: managementServer.url },
+    {
+      public: publicServer.url,
+      plain: plainServer.url,
+      management: managementServer.url,
+      configuration,
+      dataDir: config.dataDir,
+      host: config.host,
+    },
     'gateway started',
   );
   return {

@@ -1,7 +1,11 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 
 export type ItemPredicate = (item: Record<string, unknown>) => boolean;
+
+/** Largest list result the gateway rewrites (decoded); a bigger one fails closed. */
+export const MAX_LIST_BYTES = 16 * 1024 * 1024;
 
 /**
  * Removes the items the predicate rejects from `result.<key>` of a JSON-RPC response.
@@ -27,57 +31,77 @@ export function filterJsonBody(body: Buffer, key: string, keep: ItemPredicate): 
   }
 }
 
-const EVENT_BOUNDARY = /\r\n\r\n|\n\n|\r\r/;
+function serialize(event: EventSourceMessage, data: string): string {
+  let out = '';
+  if (event.id !== undefined) out += `id: ${event.id}\n`;
+  if (event.event !== undefined) out += `event: ${event.event}\n`;
+  for (const line of data.split('\n')) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
 
 /**
- * Filters list results inside a `text/event-stream` body event by event. Events are passed on
- * as soon as they are complete; only events whose data is a list result are rewritten, and
- * they keep their `id:` and `event:` lines (resumability depends on the ids).
+ * Filters list results inside a `text/event-stream` body event by event. The stream is parsed
+ * as the HTML standard defines it (lines end with CR, LF or CRLF; a blank line ends an event)
+ * and written back with LF; events are passed on as soon as they are complete and keep their
+ * `id` and `event` fields (resumability depends on the ids), comments and `retry` too.
  */
 export class SseListFilter extends Transform {
-  private buffer = '';
+  private readonly parser: EventSourceParser;
   private readonly decoder = new StringDecoder('utf8');
+  private pending = '';
+  private failure: Error | undefined;
 
-  constructor(
-    private readonly key: string,
-    private readonly keep: ItemPredicate,
-  ) {
+  constructor(key: string, keep: ItemPredicate, maxEventBytes = MAX_LIST_BYTES) {
     super();
+    this.parser = createParser({
+      maxBufferSize: maxEventBytes,
+      onEvent: (event) => {
+        this.pending += serialize(event, rewrite(event.data, key, keep));
+      },
+      onRetry: (ms) => {
+        this.pending += `retry: ${ms}\n`;
+      },
+      onComment: (comment) => {
+        this.pending += `: ${comment}\n`;
+      },
+      onError: (error) => {
+        if (error.type === 'max-buffer-size-exceeded') this.failure = error;
+      },
+    });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.buffer += this.decoder.write(chunk);
-    let match = EVENT_BOUNDARY.exec(this.buffer);
-    while (match) {
-      const event = this.buffer.slice(0, match.index);
-      const separator = match[0];
-      this.buffer = this.buffer.slice(match.index + separator.length);
-      this.push(this.rewrite(event) + separator);
-      match = EVENT_BOUNDARY.exec(this.buffer);
-    }
-    callback();
+    this.parser.feed(this.decoder.write(chunk));
+    this.release(callback);
   }
 
   override _flush(callback: TransformCallback): void {
-    this.buffer += this.decoder.end();
-    if (this.buffer) this.push(this.rewrite(this.buffer));
-    callback();
+    // A final CR may be a whole line ending; one more LF cannot end a line a second time. An
+    // event still not ended by a blank line is discarded, as an EventSource client would.
+    this.parser.feed(`${this.decoder.end()}\n`);
+    this.release(callback);
   }
 
-  private rewrite(event: string): string {
-    const lines = event.split(/\r\n|\n|\r/);
-    const data = lines
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).replace(/^ /, ''));
-    if (data.length === 0) return event;
-    let filtered: unknown;
-    try {
-      filtered = filterListResult(JSON.parse(data.join('\n')), this.key, this.keep);
-    } catch {
-      return event;
+  private release(callback: TransformCallback): void {
+    if (this.failure) {
+      callback(this.failure);
+      return;
     }
-    if (filtered === undefined) return event;
-    const others = lines.filter((l) => !l.startsWith('data:'));
-    return [...others, `data: ${JSON.stringify(filtered)}`].join('\n');
+    if (this.pending !== '') {
+      this.push(this.pending);
+      this.pending = '';
+    }
+    callback();
   }
+}
+
+function rewrite(data: string, key: string, keep: ItemPredicate): string {
+  let message: unknown;
+  try {
+    message = JSON.parse(data);
+  } catch {
+    return data;
+  }
+  const filtered = filterListResult(message, key, keep);
+  return filtered === undefined ? data : JSON.stringify(filtered);
 }

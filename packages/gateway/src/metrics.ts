@@ -1,11 +1,13 @@
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * Methods reported by name (JSON-RPC methods, the HTTP verbs without a JSON-RPC body, client
- * replies and unparseable bodies); any other method string from a client counts as `other`.
+ * Methods reported by name (JSON-RPC methods, the HTTP verbs without a JSON-RPC body — `POST`
+ * when a request was refused from its headers, before its body was read —, client replies and
+ * unparseable bodies); any other method string from a client counts as `other`.
  */
 const KNOWN_METHODS = new Set([
   'GET',
+  'POST',
   'DELETE',
   'OPTIONS',
   'response',
@@ -46,6 +48,12 @@ interface Histogram {
 export class GatewayMetrics {
   private readonly requests = new Map<string, number>();
   private readonly latency = new Map<string, Histogram>();
+  private readonly uncaught = { exception: 0, rejection: 0 };
+
+  /** An error that escaped every handler and was contained by the process guard. */
+  recordUncaught(kind: 'exception' | 'rejection'): void {
+    this.uncaught[kind] += 1;
+  }
 
   record(proxy: string, method: string, decision: string, seconds: number): void {
     const labels = `proxy="${escapeLabel(proxy)}",method="${escapeLabel(methodLabel(method))}",decision="${decision}"`;
@@ -84,6 +92,12 @@ export class GatewayMetrics {
       lines.push(`mcp_gateway_request_duration_seconds_sum{${labels}} ${h.sum}`);
       lines.push(`mcp_gateway_request_duration_seconds_count{${labels}} ${h.count}`);
     }
+    lines.push(
+      '# HELP mcp_gateway_uncaught_errors_total Errors no handler caught, contained by the process guard.',
+      '# TYPE mcp_gateway_uncaught_errors_total counter',
+      `mcp_gateway_uncaught_errors_total{kind="exception"} ${this.uncaught.exception}`,
+      `mcp_gateway_uncaught_errors_total{kind="rejection"} ${this.uncaught.rejection}`,
+    );
     return `${lines.join('\n')}\n`;
   }
 }

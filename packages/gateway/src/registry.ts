@@ -1,31 +1,54 @@
+import type { Logger } from '@mcp-identity/common';
 import { Pool } from 'undici';
 import type { TokenVerifier } from './auth/verifier.js';
 import type { KeyManagerConfig } from './config.js';
-import type { McpProxyDefinition } from './definition.js';
-import { type McpAuthParams, McpAuthPolicy } from './policies/mcp-auth.js';
-import { type McpAuthzParams, McpAuthzPolicy } from './policies/mcp-authz.js';
+import { type McpProxyDefinition, SUPPORTED_SPEC_VERSIONS } from './definition.js';
+import { POLICIES } from './policies/index.js';
+import type { Authenticator, Policy } from './policies/policy.js';
+import { resolveSecretRef } from './secret-ref.js';
+
+/** A proxy's addresses on one listener and host (RFC 9728 resource and its metadata). */
+export interface ResourceUrls {
+  /** `<base><context>/mcp` */
+  resourceUrl: string;
+  /** `<base><context>/.well-known/oauth-protected-resource` */
+  resourceMetadataUrl: string;
+}
 
 /** Everything the data plane needs to serve one deployed proxy. */
 export interface ProxyRuntime {
   id: string;
   context: string;
-  upstreamUrl: URL;
   /** Path and query sent upstream: exactly those of `spec.upstream.url`. */
   upstreamPath: string;
   pool: Pool;
-  auth?: McpAuthPolicy;
-  authz?: McpAuthzPolicy;
-  /** `<gatewayurl><context>/mcp` */
-  resourceUrl: string;
-  /** `<gatewayurl><context>/.well-known/oauth-protected-resource` */
-  resourceMetadataUrl: string;
+  /** Policies in the order their hooks run. */
+  policies: readonly Policy[];
+  /** Policies that take part before the body is read. */
+  headerPolicies: readonly Policy[];
+  /** Policies that filter list results (`filterLists`). */
+  listPolicies: readonly Policy[];
+  authenticator: Authenticator | undefined;
+  /** Required scopes plus the scopes of every rule: PRM `scopes_supported` and 401 `scope`. */
+  scopesSupported: readonly string[];
+  /** MCP protocol versions the proxy accepts (`spec.specVersions`). */
+  specVersions: ReadonlySet<string>;
+  /** `upstream.auth`: the header and the resolved secret added to every upstream request. */
+  upstreamAuth: { header: string; value: string } | undefined;
+  urlsFor(base: string): ResourceUrls;
 }
 
 export interface RegistryOptions {
   keyManagers: KeyManagerConfig[];
   verifier: TokenVerifier;
-  gatewayUrl: () => string;
   idleTimeoutMs: number;
+  now: () => number;
+  logger: Logger;
+}
+
+function specVersionsOf(definition: McpProxyDefinition): ReadonlySet<string> {
+  const { specVersions, specVersion } = definition.spec;
+  return new Set(specVersions ?? (specVersion ? [specVersion] : SUPPORTED_SPEC_VERSIONS));
 }
 
 /**
@@ -38,17 +61,47 @@ export class ProxyRegistry {
 
   constructor(private readonly options: RegistryOptions) {}
 
+  /**
+   * Routes a definition. One whose upstream secret cannot be read stays unrouted (and says so
+   * in the log) rather than reaching the upstream without its credential.
+   */
   apply(id: string, definition: McpProxyDefinition): void {
     this.remove(id);
     if ((definition.spec.deploymentState ?? 'deployed') !== 'deployed') return;
-    const { context } = definition.spec;
-    const upstreamUrl = new URL(definition.spec.upstream.url);
-    const base = this.options.gatewayUrl();
-    const resourceMetadataUrl = `${base}${context}/.well-known/oauth-protected-resource`;
+    const { context, upstream } = definition.spec;
+    let upstreamAuth: ProxyRuntime['upstreamAuth'];
+    if (upstream.auth) {
+      const secret = resolveSecretRef(upstream.auth.secretRef);
+      if (!secret.ok) {
+        this.options.logger.error(
+          { proxy: id, problem: secret.problem },
+          'MCP proxy not routed: its upstream secret cannot be read',
+        );
+        return;
+      }
+      upstreamAuth = { header: upstream.auth.header.toLowerCase(), value: secret.value };
+    }
+    const upstreamUrl = new URL(upstream.url);
+    let authenticator: Authenticator | undefined;
+    const setup = {
+      keyManagers: this.options.keyManagers,
+      verifier: this.options.verifier,
+      now: this.options.now,
+      provideAuthenticator: (a: Authenticator) => {
+        authenticator = a;
+      },
+    };
+    const attached = (definition.spec.policies ?? [])
+      .map((ref) => ({ ref, factory: POLICIES.get(ref.name) }))
+      .filter((entry) => entry.factory !== undefined)
+      .sort((a, b) => (a.factory?.phase ?? 0) - (b.factory?.phase ?? 0));
+    const policies = attached.map(
+      ({ ref, factory }) => factory?.create(ref.params ?? {}, setup) as Policy,
+    );
+    const urls = new Map<string, ResourceUrls>();
     const runtime: ProxyRuntime = {
       id,
       context,
-      upstreamUrl,
       upstreamPath: `${upstreamUrl.pathname}${upstreamUrl.search}`,
       pool: new Pool(upstreamUrl.origin, {
         connections: 128,
@@ -56,21 +109,25 @@ export class ProxyRegistry {
         headersTimeout: this.options.idleTimeoutMs,
         bodyTimeout: this.options.idleTimeoutMs,
       }),
-      resourceUrl: `${base}${context}/mcp`,
-      resourceMetadataUrl,
+      policies,
+      headerPolicies: policies.filter((p) => p.onHeaders),
+      listPolicies: policies.filter((p) => p.onListItem),
+      authenticator,
+      scopesSupported: [...new Set(policies.flatMap((p) => p.scopes ?? []))],
+      specVersions: specVersionsOf(definition),
+      upstreamAuth,
+      urlsFor(base) {
+        let found = urls.get(base);
+        if (!found) {
+          found = {
+            resourceUrl: `${base}${context}/mcp`,
+            resourceMetadataUrl: `${base}${context}/.well-known/oauth-protected-resource`,
+          };
+          urls.set(base, found);
+        }
+        return found;
+      },
     };
-    for (const policy of definition.spec.policies ?? []) {
-      if (policy.name === 'mcp-auth') {
-        runtime.auth = new McpAuthPolicy(
-          (policy.params ?? {}) as McpAuthParams,
-          this.options.keyManagers,
-          this.options.verifier,
-          resourceMetadataUrl,
-        );
-      } else if (policy.name === 'mcp-authz') {
-        runtime.authz = new McpAuthzPolicy((policy.params ?? {}) as McpAuthzParams);
-      }
-    }
     this.byContext.set(context, runtime);
     this.contextById.set(id, context);
   }

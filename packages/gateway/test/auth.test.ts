@@ -7,8 +7,9 @@ import { connectClient, json, postMcp, toolCall } from './fixtures/mcp-client.js
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-auth-');
-const PRM = 'https://gw.example.test/scim/.well-known/oauth-protected-resource';
-const CHALLENGE_401 = `Bearer resource_metadata="${PRM}", error="invalid_token"`;
+/** A challenge names the metadata of the listener and host the client connected to. */
+const challenge401 = (plainUrl: string) =>
+  `Bearer resource_metadata="${plainUrl}/scim/.well-known/oauth-protected-resource", error="invalid_token"`;
 const INITIALIZE = {
   jsonrpc: '2.0',
   id: 0,
@@ -82,7 +83,7 @@ describe('mcp-auth', () => {
     const before = upstream.hits;
     const response = await postMcp(scimUrl, INITIALIZE);
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(CHALLENGE_401);
+    expect(response.headers.get('www-authenticate')).toBe(challenge401(fx.gateway.plainUrl));
     expect(await json(response)).toEqual({
       error: 'Unauthorized',
       message: 'Authentication failed',
@@ -101,7 +102,7 @@ describe('mcp-auth', () => {
     const token = await km.sign(claims, options);
     const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(CHALLENGE_401);
+    expect(response.headers.get('www-authenticate')).toBe(challenge401(fx.gateway.plainUrl));
   });
 
   it('answers 401 for alg none and for HS256 signed with the public key', async () => {
@@ -161,7 +162,7 @@ describe('mcp-auth', () => {
 
   it('enforces requiredScopes at connection and lists them in the challenge', async () => {
     const url = `${fx.gateway.plainUrl}/fwd/mcp`;
-    const fwdPrm = 'https://gw.example.test/fwd/.well-known/oauth-protected-resource';
+    const fwdPrm = `${fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`;
     const anonymous = await postMcp(url, INITIALIZE);
     expect(anonymous.headers.get('www-authenticate')).toBe(
       `Bearer resource_metadata="${fwdPrm}", scope="mcp:connect mcp:basic", error="invalid_token"`,
@@ -187,7 +188,7 @@ describe('mcp-auth', () => {
 
   it('serves protected resource metadata anonymously at both locations', async () => {
     const expected = {
-      resource: 'https://gw.example.test/scim/mcp',
+      resource: `${fx.gateway.plainUrl}/scim/mcp`,
       authorization_servers: [ISSUER],
     };
     const contextual = await fetch(
@@ -203,13 +204,14 @@ describe('mcp-auth', () => {
       `${fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`,
     );
     expect(await json(withScopes)).toEqual({
-      resource: 'https://gw.example.test/fwd/mcp',
+      resource: `${fx.gateway.plainUrl}/fwd/mcp`,
       authorization_servers: [ISSUER],
       scopes_supported: ['mcp:connect', 'mcp:basic'],
     });
   });
 
-  it('rejects malformed and ambiguous JSON-RPC with 400 before authenticating', async () => {
+  it('rejects malformed and ambiguous JSON-RPC with 400, before the upstream', async () => {
+    const authorization = `Bearer ${await km.sign({})}`;
     const before = upstream.hits;
     const cases: Array<[string, number]> = [
       ['{"jsonrpc":"2.0",', -32700],
@@ -224,9 +226,13 @@ describe('mcp-auth', () => {
       ['{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}', -32600],
     ];
     for (const [body, code] of cases) {
-      const response = await postMcp(scimUrl, body);
+      const response = await postMcp(scimUrl, body, { authorization });
       expect(response.status).toBe(400);
       expect((await json(response)).error.code).toBe(code);
+      // Where some calls are open without a token, the body is parsed strictly before anything.
+      const open = await postMcp(`${fx.gateway.plainUrl}/partial/mcp`, body);
+      expect(open.status).toBe(400);
+      expect((await json(open)).error.code).toBe(code);
     }
     expect(upstream.hits).toBe(before);
   });

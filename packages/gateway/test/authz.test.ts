@@ -20,7 +20,6 @@ const SCIM_RULES = [
     scopes: { anyOf: ['internal_role_mgt_update', 'internal_role_mgt_users_update'] },
   },
 ];
-const PRM = 'https://gw.example.test/scim/.well-known/oauth-protected-resource';
 const SEARCH_ARGS = { filter: 'userName sw a', count: 2 };
 
 describe('mcp-authz', () => {
@@ -121,7 +120,7 @@ describe('mcp-authz', () => {
     expect(response.status).toBe(status);
     if (status === 403) {
       expect(response.headers.get('www-authenticate')).toBe(
-        `Bearer resource_metadata="${PRM}", scope="${missing}", error="insufficient_scope"`,
+        `Bearer resource_metadata="${plain}/scim/.well-known/oauth-protected-resource", scope="${missing}", error="insufficient_scope"`,
       );
       expect(await json(response)).toEqual({
         error: 'Forbidden',
@@ -235,8 +234,9 @@ describe('mcp-authz', () => {
     const body = await json(response);
     expect(body.id).toBe(9);
     expect(body.result.tools.map((t: { name: string }) => t.name)).toEqual(['delete_user']);
-    // Filtering needs a readable body: the upstream is asked for it uncompressed.
-    expect(upstream.lastHeaders?.['accept-encoding']).toBeUndefined();
+    // Filtering needs a readable body: the upstream is asked for it uncompressed (an absent
+    // Accept-Encoding would allow any coding, RFC 9110 §12.5.3).
+    expect(upstream.lastHeaders?.['accept-encoding']).toBe('identity');
   });
 
   it('records decisions in the metrics', async () => {

@@ -54,7 +54,11 @@ describe('configuration', () => {
     const config = loadConfigFile(file);
     expect(config.dataDir).toBe(join(dir, 'data'));
     expect(config.ports).toEqual({ https: 9443, http: 9080, management: 9091 });
-    expect(config.limits).toEqual({ maxRequestBodyBytes: 2048, idleTimeoutMs: 120_000 });
+    expect(config.limits).toEqual({
+      maxRequestBodyBytes: 2048,
+      maxInflightRequestBytes: 64 * 1024 * 1024,
+      idleTimeoutMs: 120_000,
+    });
     expect(config.gatewayUrl).toBe('https://gw.example.com');
     expect(config.keyManagers).toEqual([
       {
@@ -78,7 +82,11 @@ describe('configuration', () => {
     const problems = problemsOf(() =>
       resolveConfig({
         listeners: { https_port: 70000, colour: 'red' },
-        limits: { idle_timeout: 'soon' },
+        limits: {
+          idle_timeout: 'soon',
+          max_request_body_bytes: 2048,
+          max_inflight_request_bytes: 1024,
+        },
         management: { users: [{ username: 'a', password_hash: 'plain', roles: ['admin'] }] },
         policy_configurations: {
           jwtauth_v1: {
@@ -95,6 +103,7 @@ describe('configuration', () => {
         expect.stringMatching(/^listeners\.https_port: /),
         'listeners.colour: unknown key',
         expect.stringMatching(/^limits\.idle_timeout: must be a duration/),
+        expect.stringMatching(/^limits\.max_inflight_request_bytes: must be at least/),
         expect.stringMatching(/^management\.users\[0\]\.password_hash: /),
         expect.stringMatching(
           /^policy_configurations\.jwtauth_v1\.keymanagers\[0\]\.jwks\.remote\.uri: /,

@@ -72,9 +72,11 @@ describe('SseListFilter', () => {
     expect(output).toContain('notifications/progress');
   });
 
-  it('leaves other events byte for byte', async () => {
+  it('keeps the fields, comments and data of other events, written with LF', async () => {
     const other =
-      'event: message\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\r\n\r\n: keep-alive\r\n\r\n';
-    expect(await run(other, 5)).toBe(other);
+      'event: message\r\nid: 8\r\ndata: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\r\n\r\n: keep-alive\r\n\r\nretry: 500\r\n\r\n';
+    expect(await run(other, 5)).toBe(
+      'id: 8\nevent: message\ndata: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n: keep-alive\nretry: 500\n',
+    );
   });
 });

@@ -2,6 +2,7 @@ import {
   constantTimeEqual,
   hashSecret,
   randomToken,
+  redirectUriProblem,
   sha256Base64Url,
   verifySecret,
 } from '@mcp-identity/common';
@@ -52,6 +53,14 @@ const GRANT_TYPES: readonly GrantType[] = [
 
 export class AppError extends Error {}
 
+/** Redirect URIs follow the same allow-list as dynamic registration, whoever registers them. */
+function checkRedirectUris(uris: readonly string[] | undefined): void {
+  for (const uri of uris ?? []) {
+    const problem = redirectUriProblem(uri);
+    if (problem) throw new AppError(problem);
+  }
+}
+
 function toApplication(row: AppRow): Application {
   return {
     clientId: row.client_id,
@@ -84,6 +93,7 @@ export class AppStore {
       if (!GRANT_TYPES.includes(grant)) throw new AppError(`Unsupported grant type: ${grant}`);
     }
     if (!input.name.trim()) throw new AppError('Application name is required');
+    checkRedirectUris(input.redirectUris);
     const clientId = input.clientId ?? randomToken(18);
     if (this.get(clientId)) throw new AppError(`Application with client id ${clientId} exists`);
     const clientSecret = input.public ? undefined : (input.clientSecret ?? randomToken(32));
@@ -119,6 +129,13 @@ export class AppStore {
     return rows.map(toApplication);
   }
 
+  /** Clients registered through RFC 7591 (bounded by the registration endpoint). */
+  countDynamic(): number {
+    return (
+      this.db.prepare('SELECT count(*) AS n FROM apps WHERE dynamic = 1').get() as { n: number }
+    ).n;
+  }
+
   delete(clientId: string): boolean {
     return this.db.prepare('DELETE FROM apps WHERE client_id = ?').run(clientId).changes > 0;
   }
@@ -130,6 +147,7 @@ export class AppStore {
   ): void {
     const app = this.get(clientId);
     if (!app) throw new AppError(`No application with client id ${clientId}`);
+    checkRedirectUris(input.redirectUris);
     this.db
       .prepare(
         'UPDATE apps SET name = ?, grant_types = ?, scopes = ?, redirect_uris = ? WHERE client_id = ?',

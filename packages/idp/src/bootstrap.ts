@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import type { AppStore, GrantType } from './apps.js';
+import { bootstrapProblems } from './bootstrap-schema.js';
+import type { ApiResourceStore } from './resources.js';
 import { ScimError } from './scim/errors.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import type { ScimService } from './scim/service.js';
@@ -29,6 +31,14 @@ export type BootstrapDocument = {
     permissions?: string[] | '*';
     users?: string[];
     groups?: string[];
+  }[];
+  /** API resources (RFC 8707) tokens can be bound to; `applications` are application names. */
+  apiResources?: {
+    identifier: string;
+    name: string;
+    scopes: string[];
+    dynamicClients?: boolean;
+    applications?: string[];
   }[];
 };
 
@@ -66,12 +76,19 @@ export async function readBootstrapFile(path: string): Promise<BootstrapDocument
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new BootstrapError(`Bootstrap file ${path} must be a YAML mapping`);
   }
-  const known = ['customAttributes', 'applications', 'users', 'groups', 'roles'];
-  const unknown = Object.keys(parsed).filter((k) => !known.includes(k));
-  if (unknown.length) {
-    throw new BootstrapError(`Bootstrap file ${path}: unknown section(s) ${unknown.join(', ')}`);
+  return checkBootstrap(parsed, `Bootstrap file ${path}`);
+}
+
+/** The document when it matches the bootstrap schema; otherwise every problem, by key path. */
+export function checkBootstrap(
+  document: unknown,
+  source = 'Bootstrap document',
+): BootstrapDocument {
+  const problems = bootstrapProblems(document);
+  if (problems.length) {
+    throw new BootstrapError(`${source} is invalid:\n  ${problems.join('\n  ')}`);
   }
-  return parsed as BootstrapDocument;
+  return document as BootstrapDocument;
 }
 
 const scopesOf = (value: string[] | '*' | undefined): string[] =>
@@ -80,9 +97,9 @@ const scopesOf = (value: string[] | '*' | undefined): string[] =>
 /** Creates what is missing: custom attributes, apps, users, groups, roles and their links. */
 export async function applyBootstrap(
   document: BootstrapDocument,
-  stores: { apps: AppStore; service: ScimService },
+  stores: { apps: AppStore; service: ScimService; resources: ApiResourceStore },
 ): Promise<BootstrapResult> {
-  const { apps, service } = stores;
+  const { apps, service, resources } = stores;
   const result: BootstrapResult = { createdApplications: [] };
   const fail = (what: string, error: unknown): never => {
     const reason = error instanceof ScimError ? error.detail : (error as Error).message;
@@ -125,6 +142,20 @@ export async function applyBootstrap(
       });
     } catch (error) {
       fail(`application ${app.name}`, error);
+    }
+  }
+
+  for (const resource of document.apiResources ?? []) {
+    try {
+      resources.put({
+        identifier: resource.identifier,
+        name: resource.name,
+        scopes: resource.scopes,
+        dynamicClients: resource.dynamicClients ?? false,
+        applications: resource.applications ?? [],
+      });
+    } catch (error) {
+      fail(`API resource ${resource.identifier}`, error);
     }
   }
 

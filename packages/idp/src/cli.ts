@@ -31,6 +31,13 @@ const SERVE = defineConfig({
     description: 'Base URL clients use (default https://localhost:<port> on loopback)',
     env: 'IDP_PUBLIC_URL',
   },
+  allowedOrigins: {
+    type: 'string[]',
+    description:
+      'Origins (besides its own and loopback) whose pages may call discovery, registration and token (CORS), comma-separated',
+    env: 'IDP_ALLOWED_ORIGINS',
+    default: [],
+  },
   http: {
     type: 'boolean',
     description: 'Serve plain HTTP (tests only)',
@@ -58,6 +65,31 @@ const APPS_CREATE = defineConfig({
 
 const DATA_ONLY = defineConfig({ dataDir: DATA_DIR });
 
+const RESOURCES_ADD = defineConfig({
+  dataDir: DATA_DIR,
+  identifier: {
+    type: 'string',
+    description: 'Resource identifier: absolute URL, no fragment (the token audience)',
+    required: true,
+  },
+  name: { type: 'string', description: 'Display name', required: true },
+  scopes: {
+    type: 'string[]',
+    description: 'Scopes the resource offers, comma-separated, or * for all',
+    default: [],
+  },
+  dynamicClients: {
+    type: 'boolean',
+    description: 'Dynamically registered clients may get it (flows with a signed-in user)',
+    default: false,
+  },
+  applications: {
+    type: 'string[]',
+    description: 'Names of the applications that may get it, comma-separated',
+    default: [],
+  },
+});
+
 const USAGE = `Usage: idp <command>
 
 Commands:
@@ -67,6 +99,13 @@ Commands:
   apps delete <client-id>       Delete an application
   apps rotate-secret <client-id>  Issue a new client secret (shown once)
   keys rotate                   Create a new signing key; old keys stay published until their tokens expire
+  resources add --identifier <url> --name <name> --scopes <scopes>
+                                Create or replace an API resource (RFC 8707)
+  resources list                List API resources
+  resources delete <identifier> Delete an API resource
+
+Every command but serve, apps create and resources add needs a data directory that already
+holds an IdP, and creates nothing.
 
 Run "idp <command> --help" for the options of a command.`;
 
@@ -77,6 +116,7 @@ export async function runIdpCli(argv: readonly string[]): Promise<number> {
   const [command, sub] = argv;
   if (command === 'serve') return serve(argv.slice(1));
   if (command === 'apps' && sub) return apps(sub, argv.slice(2));
+  if (command === 'resources' && sub) return resources(sub, argv.slice(2));
   if (command === 'keys' && sub === 'rotate') {
     return withData(argv.slice(2), async (data) => {
       print({ kid: await data.keys.rotate() });
@@ -105,6 +145,7 @@ async function serve(args: readonly string[]): Promise<number> {
     port: values.port,
     http: values.http,
     handleSignals: true,
+    allowedOrigins: values.allowedOrigins,
     ...(values.bootstrap ? { bootstrap: values.bootstrap } : {}),
     ...(values.issuer ? { issuer: values.issuer } : {}),
     ...(publicUrl ? { publicUrl } : {}),
@@ -169,6 +210,52 @@ async function apps(sub: string, args: readonly string[]): Promise<number> {
   return 2;
 }
 
+async function resources(sub: string, args: readonly string[]): Promise<number> {
+  if (sub === 'add') {
+    const config = loadConfig(RESOURCES_ADD, { argv: [...args] });
+    if (config.help) {
+      process.stdout.write(`idp resources add\n\n${renderConfigHelp(RESOURCES_ADD)}\n`);
+      return 0;
+    }
+    const { values } = config;
+    const data = openIdpData(values.dataDir);
+    try {
+      print(
+        data.resources.put({
+          identifier: values.identifier,
+          name: values.name,
+          scopes: values.scopes.includes('*') ? [...KNOWN_SCOPES] : values.scopes,
+          dynamicClients: values.dynamicClients,
+          applications: values.applications,
+        }),
+      );
+      return 0;
+    } finally {
+      data.close();
+    }
+  }
+  if (sub === 'list') {
+    return withData(args, async (data) => {
+      print(data.resources.list());
+      return 0;
+    });
+  }
+  if (sub === 'delete') {
+    return withData(args, async (data, [identifier]) => {
+      if (!identifier) {
+        process.stderr.write('Usage: idp resources delete <identifier>\n');
+        return 2;
+      }
+      if (!data.resources.delete(identifier)) throw new Error(`No API resource ${identifier}`);
+      print({ deleted: identifier });
+      return 0;
+    });
+  }
+  process.stderr.write(`${USAGE}\n`);
+  return 2;
+}
+
+/** Runs `fn` on an existing IdP's data; a directory without one is reported, never created. */
 async function withData(
   args: readonly string[],
   fn: (data: ReturnType<typeof openIdpData>, positionals: string[]) => Promise<number>,
@@ -178,7 +265,7 @@ async function withData(
     process.stdout.write(`${renderConfigHelp(DATA_ONLY)}\n`);
     return 0;
   }
-  const data = openIdpData(config.values.dataDir);
+  const data = openIdpData(config.values.dataDir, { create: false });
   try {
     return await fn(data, config.positionals);
   } finally {

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -104,16 +104,82 @@ CREATE TABLE IF NOT EXISTS revoked_tokens (
   jti TEXT PRIMARY KEY,
   expires_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS family_access_tokens (
+  jti TEXT PRIMARY KEY,
+  family_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS family_access_tokens_family ON family_access_tokens (family_id);
+CREATE TABLE IF NOT EXISTS api_resources (
+  identifier TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  dynamic_clients INTEGER NOT NULL,
+  applications TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS login_transactions (
+  token_hash TEXT PRIMARY KEY,
+  params TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+);
 `;
 
-/** Opens (creating if needed) the IdP database in `dataDir`, or in memory for `':memory:'`. */
-export function openDatabase(dataDir: string): Db {
+/**
+ * Columns added after the first release, as (table, column, definition, backfill). Rows that
+ * predate a grant family are each their own family.
+ */
+const ADDED_COLUMNS: readonly [string, string, string, string?][] = [
+  ['auth_codes', 'grant_id', 'TEXT', 'UPDATE auth_codes SET grant_id = code_hash'],
+  ['auth_codes', 'redeemed', 'INTEGER NOT NULL DEFAULT 0'],
+  ['refresh_tokens', 'family_id', 'TEXT', 'UPDATE refresh_tokens SET family_id = token_hash'],
+  ['refresh_tokens', 'used', 'INTEGER NOT NULL DEFAULT 0'],
+  ['auth_codes', 'resource', 'TEXT'],
+  ['refresh_tokens', 'resource', 'TEXT'],
+  ['groups_', 'external_id', 'TEXT'],
+];
+
+// A deleted or disabled user keeps no refresh token or pending code, whichever path (SCIM,
+// Bulk, /Me, the CLI) removed or disabled them.
+const TRIGGERS = `
+CREATE INDEX IF NOT EXISTS refresh_tokens_family ON refresh_tokens (family_id);
+CREATE INDEX IF NOT EXISTS refresh_tokens_user ON refresh_tokens (user_id);
+CREATE TRIGGER IF NOT EXISTS users_deleted_revoke AFTER DELETE ON users BEGIN
+  DELETE FROM refresh_tokens WHERE user_id = OLD.id;
+  DELETE FROM auth_codes WHERE user_id = OLD.id;
+END;
+CREATE TRIGGER IF NOT EXISTS users_disabled_revoke AFTER UPDATE OF doc ON users
+WHEN json_extract(NEW.doc, '$.active') = 0 BEGIN
+  DELETE FROM refresh_tokens WHERE user_id = NEW.id;
+  DELETE FROM auth_codes WHERE user_id = NEW.id;
+END;
+`;
+
+export const DATABASE_FILE = 'idp.sqlite';
+
+/** Raised when a command that needs an existing IdP is pointed at a directory without one. */
+export class NoIdpError extends Error {
+  constructor(readonly dataDir: string) {
+    super(
+      `${dataDir} holds no IdP (no ${DATABASE_FILE}): check --data-dir, or run "idp serve" there once`,
+    );
+  }
+}
+
+/**
+ * Opens the IdP database in `dataDir` (in memory for `':memory:'`). With `create: false` the
+ * database must already exist: nothing is created, and a missing one is a `NoIdpError`.
+ */
+export function openDatabase(dataDir: string, options: { create?: boolean } = {}): Db {
   let file = ':memory:';
   if (dataDir !== ':memory:') {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    file = join(dataDir, 'idp.sqlite');
+    file = join(dataDir, DATABASE_FILE);
+    if (options.create === false) {
+      if (!existsSync(file)) throw new NoIdpError(dataDir);
+    } else {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    }
   }
-  const db = new Database(file);
+  const db = new Database(file, { fileMustExist: options.create === false });
   db.pragma('journal_mode = WAL');
   // FULL: a write acknowledged to a client is on disk even if the process is killed
   // (or the machine loses power) right after the response.
@@ -121,20 +187,14 @@ export function openDatabase(dataDir: string): Db {
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
-  addMissingColumns(db);
-  return db;
-}
-
-/** Columns added after the first release: databases created before get them on open. */
-const ADDED_COLUMNS = [{ table: 'groups_', column: 'external_id', type: 'TEXT' }];
-
-function addMissingColumns(db: Db): void {
-  for (const { table, column, type } of ADDED_COLUMNS) {
-    const columns = db.pragma(`table_info(${table})`) as { name: string }[];
-    if (!columns.some((c) => c.name === column)) {
-      db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
-    }
+  for (const [table, column, definition, backfill] of ADDED_COLUMNS) {
+    const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+    if (columns.some((c) => c.name === column)) continue;
+    db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+    if (backfill) db.exec(backfill);
   }
+  db.exec(TRIGGERS);
+  return db;
 }
 
 const STATEMENT_CACHE_SIZE = 256;

@@ -10,11 +10,20 @@ export {
   type BootstrapDocument,
   BootstrapError,
   type BootstrapResult,
+  checkBootstrap,
   DEFAULT_BOOTSTRAP,
   readBootstrapFile,
 } from './bootstrap.js';
 export { runIdpCli } from './cli.js';
 export { KeyStore } from './keys.js';
+export { DEFAULT_OAUTH_LIMITS, type OAuthLimits } from './oauth/routes.js';
+export {
+  type ApiResource,
+  ApiResourceError,
+  ApiResourceStore,
+  validateApiResource,
+} from './resources.js';
+export { type RouteAccess, requireAccessRules, routeAccess } from './route-access.js';
 export { ACCESS_RULES, type AccessRule, findAccessRule, KNOWN_SCOPES } from './scim/scopes.js';
 export {
   type IdpAdmin,

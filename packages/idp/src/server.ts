@@ -1,8 +1,11 @@
 import {
   createApp,
   createLogger,
+  createOriginPolicy,
   ensureSelfSignedCertificate,
   type Logger,
+  type OriginPolicy,
+  registerCors,
   registerHealthRoutes,
   startServer,
 } from '@mcp-identity/common';
@@ -11,13 +14,17 @@ import {
   applyBootstrap,
   type BootstrapDocument,
   type BootstrapResult,
+  checkBootstrap,
   DEFAULT_BOOTSTRAP,
   readBootstrapFile,
 } from './bootstrap.js';
 import { type Db, openDatabase } from './db.js';
 import { KeyStore } from './keys.js';
 import { GrantStore } from './oauth/grants.js';
-import { oauthRoutes } from './oauth/routes.js';
+import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes.js';
+import { LoginTransactions } from './oauth/transactions.js';
+import { ApiResourceStore } from './resources.js';
+import { requireAccessRules } from './route-access.js';
 import { MAX_BULK_PAYLOAD } from './scim/bulk.js';
 import { GroupStore } from './scim/groups.js';
 import { Locations } from './scim/render.js';
@@ -26,7 +33,8 @@ import { scimRoutes } from './scim/routes.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { ScimService } from './scim/service.js';
 import { UserStore } from './scim/users.js';
-import { TokenService } from './tokens.js';
+import { currentUserScopes, isActiveUser } from './subjects.js';
+import { isUserToken, TokenService } from './tokens.js';
 
 export type IdpOptions = {
   /** Directory for the database and TLS material; created if missing. */
@@ -48,11 +56,20 @@ export type IdpOptions = {
   logger?: Logger;
   /** Close on SIGINT/SIGTERM (default false: the embedding program decides). */
   handleSignals?: boolean;
+  /**
+   * Origins besides the IdP's own and loopback ones whose pages may call the discovery,
+   * registration, token, revocation and JWKS endpoints (CORS).
+   */
+  allowedOrigins?: readonly string[];
+  /** Abuse limits of the OAuth endpoints (defaults: `DEFAULT_OAUTH_LIMITS`). */
+  limits?: Partial<OAuthLimits>;
   /** Clock in milliseconds (tests). */
   now?: () => number;
 };
 
 export type RunningIdp = {
+  /** Every route the server registered (`METHOD /pattern`), each with an access rule. */
+  routes: readonly string[];
   /** Bound base URL, e.g. http://127.0.0.1:53122. */
   url: string;
   publicUrl: string;
@@ -69,12 +86,27 @@ export type RunningIdp = {
 /** Direct access to the IdP's stores, for management commands and embedding programs. */
 export type IdpAdmin = {
   apps: AppStore;
+  /** API resources (RFC 8707) tokens can be bound to. */
+  resources: ApiResourceStore;
   keys: KeyStore;
   service: ScimService;
 };
 
+/** Endpoints a browser-based client reads cross-origin. */
+const CORS_PATHS = [
+  '/.well-known/oauth-authorization-server',
+  '/.well-known/oauth-authorization-server/oauth2/token',
+  '/oauth2/jwks',
+  '/oauth2/register',
+  '/oauth2/token',
+  '/oauth2/revoke',
+];
 const DEFAULT_ACCESS_TTL = 3600;
 const DEFAULT_REFRESH_TTL = 86_400;
+/** A login form can be submitted for this long after it was rendered. */
+const LOGIN_FORM_TTL = 600;
+/** Rendered, not yet submitted login forms kept at most (each holds a transaction row). */
+const MAX_PENDING_LOGINS = 10_000;
 // Browsers keep sockets they opened in advance; they never go idle, so close cuts them.
 const CLOSE_GRACE_MS = 2000;
 
@@ -82,13 +114,15 @@ type Core = IdpAdmin & { db: Db; tokens: TokenService; grants: GrantStore; locat
 
 function createCore(
   dataDir: string,
-  options: Pick<IdpOptions, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'now'>,
+  options: Pick<IdpOptions, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'now'> & {
+    create?: boolean;
+  },
   urls: { base: () => string; issuer: () => string },
 ): Core {
   const nowMs = options.now ?? Date.now;
   const nowSeconds = () => Math.floor(nowMs() / 1000);
   const accessTtl = options.accessTokenTtlSeconds ?? DEFAULT_ACCESS_TTL;
-  const db = openDatabase(dataDir);
+  const db = openDatabase(dataDir, { create: options.create ?? true });
   const apps = new AppStore(db);
   const keys = new KeyStore(db, accessTtl, nowSeconds);
   const locations = new Locations(urls.base);
@@ -110,29 +144,45 @@ function createCore(
     },
     accessTokenTtlSeconds: accessTtl,
     now: nowSeconds,
+    isUserActive: (userId) => isActiveUser(service.users, userId),
   });
   const grants = new GrantStore(db, {
     codeTtlSeconds: 120,
     refreshTtlSeconds: options.refreshTokenTtlSeconds ?? DEFAULT_REFRESH_TTL,
     now: nowSeconds,
   });
-  return { db, apps, keys, service, tokens, grants, locations };
+  return {
+    db,
+    apps,
+    keys,
+    service,
+    tokens,
+    grants,
+    locations,
+    resources: new ApiResourceStore(db),
+  };
 }
 
 /**
  * Opens the IdP's data directory without serving it (CLI `apps …` and `keys rotate`). Safe while
- * a server runs on the same directory: SQLite serialises the writers.
+ * a server runs on the same directory: SQLite serialises the writers. With `create: false` the
+ * directory must already hold an IdP (`NoIdpError` otherwise) and nothing is created.
  */
-export function openIdpData(dataDir: string): IdpAdmin & { close(): void } {
-  const core = createCore(
-    dataDir,
-    {},
-    {
-      base: () => '',
-      issuer: () => '',
-    },
-  );
-  return { apps: core.apps, keys: core.keys, service: core.service, close: () => core.db.close() };
+export function openIdpData(
+  dataDir: string,
+  options: { create?: boolean } = {},
+): IdpAdmin & { close(): void } {
+  const core = createCore(dataDir, options, {
+    base: () => '',
+    issuer: () => '',
+  });
+  return {
+    apps: core.apps,
+    resources: core.resources,
+    keys: core.keys,
+    service: core.service,
+    close: () => core.db.close(),
+  };
 }
 
 /** Starts the identity provider: OAuth 2.0 under /oauth2, SCIM 2.0 under /scim2. */
@@ -149,7 +199,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
     const document =
       typeof options.bootstrap === 'string'
         ? await readBootstrapFile(options.bootstrap)
-        : (options.bootstrap ?? DEFAULT_BOOTSTRAP);
+        : checkBootstrap(options.bootstrap ?? DEFAULT_BOOTSTRAP);
     const bootstrap = await applyBootstrap(document, core);
 
     const tls = options.http ? undefined : await ensureSelfSignedCertificate(options.dataDir);
@@ -158,28 +208,63 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       bodyLimit: MAX_BULK_PAYLOAD,
       ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
     });
+    const routes = requireAccessRules(app);
     // Every route reads its own body, so each surface answers bad input in its own shape.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
     );
     registerHealthRoutes(app, { livePath: '/api/health-check/v1.0/health' });
+    // Browser-based clients (MCP Inspector's web UI, say) read discovery, register and get
+    // tokens from their own origin; the policy is built once the public URL is known.
+    let originPolicy: OriginPolicy | undefined;
+    const policy = (): OriginPolicy => {
+      originPolicy ??= createOriginPolicy({
+        ownOrigins: [publicUrl],
+        allowedOrigins: options.allowedOrigins ?? [],
+      });
+      return originPolicy;
+    };
+    // A malformed allowedOrigins entry fails the start, not the first browser request.
+    createOriginPolicy({ ownOrigins: [], allowedOrigins: options.allowedOrigins ?? [] });
+    registerCors(app, {
+      policy: {
+        get origins() {
+          return policy().origins;
+        },
+        check: (origin, host) => policy().check(origin, host),
+      },
+      paths: CORS_PATHS,
+      methods: ['GET', 'POST'],
+    });
     await app.register(oauthRoutes, {
       apps: core.apps,
       tokens: core.tokens,
       grants: core.grants,
+      transactions: new LoginTransactions(core.db, {
+        ttlSeconds: LOGIN_FORM_TTL,
+        maxPending: MAX_PENDING_LOGINS,
+        now: () => Math.floor((options.now ?? Date.now)() / 1000),
+      }),
       keys: core.keys,
       users: core.service.users,
       roles: core.service.roles,
+      resources: core.resources,
       baseUrl: () => publicUrl,
       knownScopes: KNOWN_SCOPES,
       secureCookies: !options.http,
+      limits: { ...DEFAULT_OAUTH_LIMITS, ...options.limits },
+      clock: options.now ?? Date.now,
     });
     await app.register(scimRoutes, {
       prefix: '/scim2',
       service: core.service,
       tokens: core.tokens,
       locations: core.locations,
+      heldScopes: (claims) =>
+        isUserToken(claims)
+          ? currentUserScopes(core.service.roles, claims.sub)
+          : new Set(core.apps.get(claims.client_id)?.scopes ?? []),
     });
     app.addHook('onClose', async () => core.db.close());
 
@@ -192,6 +277,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
     publicUrl = (options.publicUrl ?? server.url).replace(/\/+$/, '');
     issuer = options.issuer ?? `${publicUrl}/oauth2/token`;
     return {
+      routes,
       url: server.url,
       publicUrl,
       issuer,
@@ -200,7 +286,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       host: server.host,
       port: server.port,
       bootstrap,
-      admin: { apps: core.apps, keys: core.keys, service: core.service },
+      admin: { apps: core.apps, resources: core.resources, keys: core.keys, service: core.service },
       close: () => server.close(),
     };
   } catch (error) {

@@ -16,7 +16,16 @@ export type TokenServiceOptions = {
   issuer: string;
   accessTokenTtlSeconds: number;
   now: () => number;
+  /**
+   * Whether the user a token was issued to may still use it (exists and is active); checked
+   * on every verification, so disabling or deleting a user stops their tokens at once.
+   */
+  isUserActive: (userId: string) => boolean;
 };
+
+/** Client-credentials tokens have the client as subject; any other subject is a user. */
+export const isUserToken = (claims: Pick<AccessTokenClaims, 'sub' | 'client_id'>): boolean =>
+  claims.sub !== claims.client_id;
 
 /** Issues and verifies the IdP's JWT access tokens (RS256, `kid` header). */
 export class TokenService {
@@ -30,7 +39,13 @@ export class TokenService {
     return this.options.issuer;
   }
 
-  async issue(input: { clientId: string; subject: string; scopes: string[] }): Promise<{
+  async issue(input: {
+    clientId: string;
+    subject: string;
+    scopes: string[];
+    /** `aud` (RFC 8707 resources the token is for); the client id is always included. */
+    audiences?: readonly string[];
+  }): Promise<{
     token: string;
     expiresIn: number;
     claims: AccessTokenClaims;
@@ -39,7 +54,7 @@ export class TokenService {
     const iat = this.options.now();
     const claims: AccessTokenClaims = {
       iss: this.options.issuer,
-      aud: input.clientId,
+      aud: input.audiences?.length ? [input.clientId, ...input.audiences] : input.clientId,
       sub: input.subject,
       client_id: input.clientId,
       scope: input.scopes.join(' '),
@@ -73,6 +88,7 @@ export class TokenService {
       const claims = payload as AccessTokenClaims;
       if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
       if (this.isRevoked(claims.jti)) return undefined;
+      if (isUserToken(claims) && !this.options.isUserActive(claims.sub)) return undefined;
       return claims;
     } catch {
       return undefined;

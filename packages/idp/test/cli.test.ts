@@ -62,8 +62,9 @@ describe('idp apps and keys commands', () => {
     expect((await run(['apps', 'list', '--data-dir', dataDir])).output).not.toContain(app.clientId);
   });
 
-  it('rotates the signing key', async () => {
+  it('rotates the signing key of an existing IdP', async () => {
     const dataDir = tempDir();
+    openIdpData(dataDir).close();
     const first = JSON.parse((await run(['keys', 'rotate', '--data-dir', dataDir])).output) as {
       kid: string;
     };

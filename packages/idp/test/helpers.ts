@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { createLogger } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { KNOWN_SCOPES, type RunningIdp, startIdp } from '@mcp-identity/idp';
@@ -47,6 +48,13 @@ export async function startTestIdp(
       ],
     },
     ...extra,
+    // Tests sign in and register clients far more often than a person would.
+    limits: {
+      registrationsPerIpPerHour: 10_000,
+      authorizeRequestsPerIpPerMinute: 10_000,
+      loginAttemptsPerIp: 10_000,
+      ...extra.limits,
+    },
   });
   afterAll(() => idp.close());
   const token = async (scopes: readonly string[]) => {
@@ -92,4 +100,127 @@ export function userBody(userName: string, extra: Record<string, unknown> = {}) 
     emails: [{ value: `${userName}@example.com`, primary: true }],
     ...extra,
   };
+}
+
+export const TEST_REDIRECT_URI = 'http://127.0.0.1:8765/callback';
+
+export type UserTokens = {
+  access_token: string;
+  refresh_token: string;
+  scope: string;
+  clientId: string;
+};
+
+/** Registers a public client anonymously (RFC 7591) and returns its client id. */
+export async function registerClient(idp: RunningIdp, name = 'test client'): Promise<string> {
+  const response = await fetch(`${idp.url}/oauth2/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [TEST_REDIRECT_URI], client_name: name }),
+  });
+  if (response.status !== 201) throw new Error(`registration failed: ${response.status}`);
+  return ((await response.json()) as { client_id: string }).client_id;
+}
+
+/** Runs the login form (GET, then POST with its CSRF token) and returns the response. */
+export async function postLogin(
+  idp: RunningIdp,
+  params: Record<string, string>,
+  credentials: { userName: string; password: string },
+): Promise<Response> {
+  const page = await fetch(`${idp.url}/oauth2/authorize?${new URLSearchParams(params)}`);
+  const html = await page.text();
+  const csrf = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
+  if (!csrf) throw new Error(`no login form (${page.status})`);
+  const cookie = page.headers.get('set-cookie')?.split(';')[0] ?? '';
+  return fetch(`${idp.url}/oauth2/authorize`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+    body: new URLSearchParams({
+      ...params,
+      csrf_token: csrf,
+      username: credentials.userName,
+      password: credentials.password,
+    }),
+  });
+}
+
+/** A PKCE pair and the authorize parameters of one login. */
+export function authorizeRequest(
+  clientId: string,
+  scope: string,
+  extra: Record<string, string> = {},
+) {
+  const verifier = randomBytes(32).toString('base64url');
+  const params = {
+    client_id: clientId,
+    redirect_uri: TEST_REDIRECT_URI,
+    response_type: 'code',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    state: 'st',
+    scope,
+    ...extra,
+  };
+  return { verifier, params };
+}
+
+/** POSTs a form to the token endpoint. */
+export async function tokenRequest(
+  idp: RunningIdp,
+  values: Record<string, string>,
+): Promise<{ status: number; body: Record<string, string> }> {
+  const response = await fetch(`${idp.url}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(values),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, string> };
+}
+
+/** Signs a user in through a freshly registered public client; returns the code exchange. */
+export async function signIn(
+  idp: RunningIdp,
+  credentials: { userName: string; password: string },
+  scope: string,
+  options: { clientId?: string; extra?: Record<string, string> } = {},
+): Promise<UserTokens & { code: string; verifier: string }> {
+  const clientId = options.clientId ?? (await registerClient(idp));
+  const { verifier, params } = authorizeRequest(clientId, scope, options.extra);
+  const login = await postLogin(idp, params, credentials);
+  const location = login.headers.get('location');
+  if (!location) throw new Error(`login failed: ${login.status}`);
+  const code = new URL(location).searchParams.get('code')!;
+  const exchange = await tokenRequest(idp, {
+    grant_type: 'authorization_code',
+    code,
+    client_id: clientId,
+    redirect_uri: TEST_REDIRECT_URI,
+    code_verifier: verifier,
+    ...(options.extra?.resource ? { resource: options.extra.resource } : {}),
+  });
+  if (exchange.status !== 200) throw new Error(`code exchange failed: ${exchange.status}`);
+  return { ...(exchange.body as UserTokens), clientId, code, verifier };
+}
+
+/** Creates a user through SCIM and gives them a role with `permissions`; returns the user id. */
+export async function createUserWithRole(
+  idp: TestIdp,
+  userName: string,
+  password: string,
+  permissions: readonly string[],
+): Promise<{ userId: string; roleId: string }> {
+  const created = await idp.scim('POST', '/Users', { body: userBody(userName, { password }) });
+  if (created.status !== 201) throw new Error(`user creation failed: ${created.text}`);
+  const userId = created.body.id as string;
+  const role = await idp.scim('POST', '/v2/Roles', {
+    body: {
+      displayName: `role-of-${userName}`,
+      permissions: permissions.map((value) => ({ value })),
+      users: [{ value: userId }],
+    },
+  });
+  if (role.status !== 201) throw new Error(`role creation failed: ${role.text}`);
+  return { userId, roleId: role.body.id as string };
 }

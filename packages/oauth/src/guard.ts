@@ -19,6 +19,12 @@ export interface McpGuardOptions extends IssuerOptions {
   /** Path guarded with everything under it, relative to `basePath`. Default `/mcp`. */
   mcpPath?: string;
   clock?: Clock;
+  /**
+   * Whether the token's subject may still use the server (an account that was removed or
+   * disabled may not). Called for every guarded request with a valid token; a refused subject
+   * gets the same 401 as an invalid token, so removal takes effect before the token expires.
+   */
+  isSubjectActive?: (subject: string) => boolean | Promise<boolean>;
 }
 
 /** Who called `/mcp`, as proven by the access token. */
@@ -114,6 +120,9 @@ export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHand
     try {
       claims = await verify(match[1], issuer);
     } catch {
+      return challenge(reply, issuer);
+    }
+    if (options.isSubjectActive && !(await options.isSubjectActive(claims.sub as string))) {
       return challenge(reply, issuer);
     }
     const scopes = scopesOf(claims);

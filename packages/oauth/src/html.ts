@@ -8,11 +8,19 @@ const STYLE = [
   'button{margin-top:1.5rem;padding:.5rem 1.5rem}',
   '.error{color:#a00;border:1px solid #a00;padding:.5rem;margin:1rem 0}',
   'code{word-break:break-all}',
+  '.client{display:flex;align-items:center;gap:.75rem}',
+  '.client img{width:48px;height:48px;object-fit:contain}',
+  '.muted{color:#666;font-size:.85rem}',
 ].join('');
 
 /** Every HTML response carries the project's security headers (CSP frame-ancestors, no referrer, no-store). */
-export function sendHtml(reply: FastifyReply, status: number, html: string): FastifyReply {
-  return setHtmlSecurityHeaders(reply.code(status)).send(html);
+export function sendHtml(
+  reply: FastifyReply,
+  status: number,
+  html: string,
+  security: Parameters<typeof setHtmlSecurityHeaders>[1] = {},
+): FastifyReply {
+  return setHtmlSecurityHeaders(reply.code(status), security).send(html);
 }
 
 function page(title: string, body: string): string {
@@ -43,11 +51,36 @@ export function renderErrorPage(title: string, message: string): string {
 export interface LoginPageModel {
   applicationName: string;
   clientId: string;
+  /** Registered by the client itself (RFC 7591): already checked to be safe to show. */
+  clientName?: string;
+  logoUri?: string;
+  clientUri?: string;
   redirectHost: string;
   /** Authorize parameters carried through the form, in order. */
   hidden: ReadonlyArray<readonly [name: string, value: string]>;
   email?: string;
   error?: string;
+}
+
+/**
+ * Who asks: the registered name when there is one (the random id is only a detail then), its
+ * logo and home page when registered. The name is the client's own claim, and says so.
+ */
+function clientIntroduction(model: LoginPageModel): string {
+  const id = `<code id="client-id">${escapeHtml(model.clientId)}</code>`;
+  if (model.clientName === undefined) {
+    return `<p>The client ${id} asks for access to your MCP tools (scope <code>mcp:tools</code>).</p>`;
+  }
+  const logo =
+    model.logoUri === undefined
+      ? ''
+      : `<img id="client-logo" src="${escapeHtml(model.logoUri)}" alt="" referrerpolicy="no-referrer">`;
+  const home =
+    model.clientUri === undefined
+      ? ''
+      : ` (<a id="client-uri" href="${escapeHtml(model.clientUri)}" rel="noopener noreferrer" target="_blank">${escapeHtml(model.clientUri)}</a>)`;
+  return `<div class="client">${logo}<p><strong id="client-name">${escapeHtml(model.clientName)}</strong>${home} asks for access to your MCP tools (scope <code>mcp:tools</code>).</p></div>
+<p class="muted">The application named itself; client id ${id}.</p>`;
 }
 
 export function renderLoginPage(model: LoginPageModel): string {
@@ -64,7 +97,7 @@ export function renderLoginPage(model: LoginPageModel): string {
   return page(
     `Sign in — ${model.applicationName}`,
     `<h1>Sign in to ${escapeHtml(model.applicationName)}</h1>
-<p>The client <code id="client-id">${escapeHtml(model.clientId)}</code> asks for access to your MCP tools (scope <code>mcp:tools</code>).</p>
+${clientIntroduction(model)}
 <p>After you sign in you will be sent back to <strong id="redirect-host">${escapeHtml(model.redirectHost)}</strong>.</p>
 ${error}
 <form method="post" action="authorize">

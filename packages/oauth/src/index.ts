@@ -16,12 +16,14 @@ export type { LoginCredentials, TokenSet } from './login-client.js';
 export { loginFormFields, obtainTokenWithLoginForm, submitLoginForm } from './login-client.js';
 export type {
   AccessTokenRequest,
+  CheckSubjectHook,
   IssueAccessTokenHook,
   LoginFailureReason,
   LoginHook,
   LoginResult,
   OAuthLimits,
   OAuthServerOptions,
+  SubjectStatus,
 } from './options.js';
 export { CLIENT_TTL_MS, CODE_TTL_MS, DEFAULT_LIMITS, SCOPE } from './options.js';
 export { oauthServer } from './plugin.js';

@@ -19,6 +19,19 @@ export type LoginResult = { ok: true; userId: string } | { ok: false; reason: Lo
  */
 export type LoginHook = (credentials: { email: string; password: string }) => Promise<LoginResult>;
 
+/** What the host still grants a subject; `scopes` caps the scopes of the tokens issued. */
+export type SubjectStatus = { active: true; scopes: readonly string[] } | { active: false };
+
+/**
+ * The host's re-check of a grant's subject, called on every token request (code exchange and
+ * refresh) before anything is issued: a removed or disabled account gets `invalid_grant`, and
+ * the grant's scope is narrowed to `scopes` (never widened).
+ */
+export type CheckSubjectHook = (subject: {
+  userId: string;
+  clientId: string;
+}) => Promise<SubjectStatus>;
+
 export interface AccessTokenRequest {
   userId: string;
   clientId: string;
@@ -67,6 +80,7 @@ export const DEFAULT_LIMITS: OAuthLimits = {
 export interface OAuthServerOptions {
   login: LoginHook;
   issueAccessToken: IssueAccessTokenHook;
+  checkSubject: CheckSubjectHook;
   /** Fixed issuer, e.g. `https://mcp.example.com`; otherwise derived from each request. */
   publicUrl?: string;
   /** Honour `X-Forwarded-Proto/Host/Prefix` when deriving the issuer. Off by default. */
@@ -88,6 +102,7 @@ export interface OAuthServerOptions {
 export interface ResolvedOptions {
   login: LoginHook;
   issueAccessToken: IssueAccessTokenHook;
+  checkSubject: CheckSubjectHook;
   jwks: (() => Promise<{ keys: object[] }>) | undefined;
   applicationName: string;
   store: OAuthStore;
@@ -114,11 +129,15 @@ export function resolveOptions(options: OAuthServerOptions): ResolvedOptions {
   if (typeof options.issueAccessToken !== 'function') {
     throw new TypeError('issueAccessToken hook is required');
   }
+  if (typeof options.checkSubject !== 'function') {
+    throw new TypeError('checkSubject hook is required');
+  }
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   for (const [name, value] of Object.entries(limits)) positiveInteger(`limits.${name}`, value);
   return {
     login: options.login,
     issueAccessToken: options.issueAccessToken,
+    checkSubject: options.checkSubject,
     jwks: options.jwks,
     applicationName: options.applicationName ?? 'MCP server',
     store: options.store ?? new MemoryOAuthStore(),

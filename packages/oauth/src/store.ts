@@ -1,3 +1,5 @@
+import type { ClientDisplay } from './client-metadata.js';
+
 /**
  * Area A state (spec §1 item 5, §8): clients, codes, authorization transactions and refresh
  * tokens. The plugin talks to this interface only, so a shared store can replace the
@@ -7,8 +9,8 @@
  * same key, exactly one wins.
  */
 
-/** Spec §2.2 (plus the registered redirect URIs). */
-export interface RegisteredClient {
+/** Spec §2.2, plus the registered redirect URIs and display metadata (RFC 7591 §2). */
+export interface RegisteredClient extends ClientDisplay {
   clientId: string;
   redirectUris: string[];
   issuedAt: number;
@@ -81,6 +83,8 @@ export interface OAuthStore {
   getRefreshToken(tokenHash: string, now: number): Promise<RefreshTokenEntry | undefined>;
   /** Marks a live token used and returns its entry; a token already used revokes its family. */
   rotateRefreshToken(tokenHash: string, now: number): Promise<RefreshRotation>;
+  /** Revokes every refresh token of a grant (its subject lost access). */
+  revokeFamily(familyId: string): Promise<void>;
 }
 
 interface StoredRefreshToken extends RefreshTokenEntry {
@@ -188,6 +192,10 @@ export class MemoryOAuthStore implements OAuthStore {
     }
     stored.used = true;
     return { outcome: 'rotated', entry };
+  }
+
+  async revokeFamily(familyId: string): Promise<void> {
+    this.#revokeFamily(familyId);
   }
 
   #forgetRefreshToken(tokenHash: string, familyId: string): void {

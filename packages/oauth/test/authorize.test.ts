@@ -342,3 +342,94 @@ describe('authorize endpoint limits', () => {
     }
   });
 });
+
+describe('the login page names the client by its registered metadata', () => {
+  let host: TestHost;
+  const { challenge } = pkcePair();
+  beforeAll(async () => {
+    host = await startHost();
+  });
+  afterAll(() => host.close());
+
+  async function register(metadata: Record<string, unknown>) {
+    const response = await fetch(`${host.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI], ...metadata }),
+    });
+    expect(response.status).toBe(200);
+    return (await response.json()) as Record<string, unknown> & { client_id: string };
+  }
+
+  it('shows the escaped client_name, the logo and the home page when they are safe', async () => {
+    const client = await register({
+      client_name: '<b>Acme</b> & "Co"',
+      logo_uri: 'https://cdn.acme.example/logo.png',
+      client_uri: 'https://acme.example/',
+    });
+    expect(client).toMatchObject({
+      client_name: '<b>Acme</b> & "Co"',
+      logo_uri: 'https://cdn.acme.example/logo.png',
+      client_uri: 'https://acme.example/',
+    });
+    const { response, html } = await getAuthorize(
+      host.url,
+      authorizeParams(client.client_id, challenge),
+    );
+    expect(html).toContain(
+      '<strong id="client-name">&lt;b&gt;Acme&lt;/b&gt; &amp; &quot;Co&quot;</strong>',
+    );
+    expect(html).not.toContain('<b>Acme</b>');
+    expect(html).toContain('<img id="client-logo" src="https://cdn.acme.example/logo.png"');
+    expect(html).toContain('href="https://acme.example/" rel="noopener noreferrer"');
+    // Only the logo's origin is added to the page's image sources.
+    expect(response.headers.get('content-security-policy')).toContain(
+      "img-src 'self' data: https://cdn.acme.example;",
+    );
+  });
+
+  it('accepts loopback http for the logo and home page', async () => {
+    const client = await register({
+      client_name: 'Local tool',
+      logo_uri: 'http://127.0.0.1:6274/logo.svg',
+      client_uri: 'http://localhost:6274/',
+    });
+    const { html } = await getAuthorize(host.url, authorizeParams(client.client_id, challenge));
+    expect(html).toContain('src="http://127.0.0.1:6274/logo.svg"');
+    expect(html).toContain('href="http://localhost:6274/"');
+  });
+
+  it.each([
+    ['javascript:alert(1)', 'data:text/html,<script>alert(1)</script>'],
+    ['http://tracker.example/pixel.png', 'http://evil.example/'],
+    ['https://user:pw@cdn.example/logo.png', 'ftp://files.example/'],
+  ])('drops an unsafe logo_uri %s and client_uri %s', async (logo, home) => {
+    const client = await register({ client_name: 'Shady', logo_uri: logo, client_uri: home });
+    expect(client.logo_uri).toBeUndefined();
+    expect(client.client_uri).toBeUndefined();
+    const { response, html } = await getAuthorize(
+      host.url,
+      authorizeParams(client.client_id, challenge),
+    );
+    expect(html).toContain('<strong id="client-name">Shady</strong>');
+    expect(html).not.toContain('id="client-logo"');
+    expect(html).not.toContain('id="client-uri"');
+    expect(response.headers.get('content-security-policy')).toContain("img-src 'self' data:;");
+  });
+
+  it('drops names that are empty, too long or not strings, and strips control characters', async () => {
+    for (const name of ['', '   ', 'x'.repeat(101), 42, ['a'], { a: 1 }]) {
+      const client = await register({ client_name: name });
+      expect(client.client_name).toBeUndefined();
+    }
+    const spoof = await register({ client_name: 'Good\u202Egnp.exe\u0007 App' });
+    expect(spoof.client_name).toBe('Goodgnp.exe App');
+  });
+
+  it('falls back to the client id when no name was registered', async () => {
+    const client = await register({});
+    const { html } = await getAuthorize(host.url, authorizeParams(client.client_id, challenge));
+    expect(html).toContain(`<code id="client-id">${client.client_id}</code>`);
+    expect(html).not.toContain('id="client-name"');
+  });
+});

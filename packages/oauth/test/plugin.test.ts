@@ -18,6 +18,7 @@ describe('mounting the plugin', () => {
     await app.register(formbody);
     await app.register(oauthServer, {
       issueAccessToken: createAccessTokenIssuer(key),
+      checkSubject: async () => ({ active: true, scopes: ['mcp:tools'] }),
       login: async () => ({ ok: true, userId: ALICE.id }),
     });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -35,5 +36,16 @@ describe('mounting the plugin', () => {
     await expect(
       app.register(oauthServer, {} as Parameters<typeof oauthServer>[1]).ready(),
     ).rejects.toThrow(/login hook is required/);
+  });
+
+  it('refuses to start without the subject re-check: no grant may skip it', async () => {
+    const key = await generateSigningKey('ES256');
+    const options = {
+      issueAccessToken: createAccessTokenIssuer(key),
+      login: async () => ({ ok: true as const, userId: ALICE.id }),
+    } as unknown as Parameters<typeof oauthServer>[1];
+    await expect(Fastify({ logger: false }).register(oauthServer, options).ready()).rejects.toThrow(
+      /checkSubject hook is required/,
+    );
   });
 });

@@ -86,7 +86,7 @@ describe('POST /oauth/register', () => {
     ]);
   });
 
-  it('reads only redirect_uris and ignores every other client metadata field', async () => {
+  it('keeps redirect_uris and display metadata, and ignores every other client metadata field', async () => {
     const response = await register(
       host.url,
       JSON.stringify({
@@ -99,7 +99,8 @@ describe('POST /oauth/register', () => {
     const body = (await response.json()) as Record<string, unknown>;
     expect(body.token_endpoint_auth_method).toBe('none');
     expect(body.grant_types).toEqual(['authorization_code', 'refresh_token']);
-    expect(body).not.toHaveProperty('client_name');
+    // Kept verbatim (it is escaped where it is shown, on the login page).
+    expect(body.client_name).toBe('<b>Evil</b>');
   });
 
   it('accepts https, loopback http and private-use scheme redirect URIs', async () => {

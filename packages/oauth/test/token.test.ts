@@ -19,6 +19,8 @@ import { ALICE, startHost } from './fixtures/host.js';
 const INVALID_CODE = 'The authorization code is invalid or expired.';
 const MISMATCH = 'The authorization code does not match the request.';
 const PKCE_FAILED = 'PKCE verification failed.';
+const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.';
+const SUBJECT_GONE = 'The account behind this grant no longer has access.';
 
 async function expectOAuthError(response: Response, status: number, error: string, text?: string) {
   expect(response.status).toBe(status);
@@ -208,6 +210,21 @@ describe('POST /oauth/token, authorization_code grant', () => {
     expect(response.status).toBe(200);
   });
 
+  it('refuses to exchange a code whose subject lost access after signing in', async () => {
+    const grant = await authorizeCode(host);
+    host.subjects.set(ALICE.id, { active: false });
+    try {
+      await expectOAuthError(
+        await exchangeCode(host.url, grant),
+        400,
+        'invalid_grant',
+        SUBJECT_GONE,
+      );
+    } finally {
+      host.subjects.delete(ALICE.id);
+    }
+  });
+
   it('answers unsupported_grant_type for other grants', async () => {
     const response = await postForm(`${host.url}/oauth/token`, {
       grant_type: 'password',
@@ -325,6 +342,48 @@ describe('POST /oauth/token, refresh_token grant', () => {
     });
     await expectOAuthError(response, 400, 'invalid_request');
     expect((await refresh(host.url, tokens.refresh_token, tokens.clientId)).status).toBe(200);
+  });
+
+  it('refuses to refresh for a subject the host no longer knows, and revokes the grant', async () => {
+    const tokens = await obtainTokens(host);
+    host.subjects.set(ALICE.id, { active: false });
+    try {
+      await expectOAuthError(
+        await refresh(host.url, tokens.refresh_token, tokens.clientId),
+        400,
+        'invalid_grant',
+        SUBJECT_GONE,
+      );
+    } finally {
+      host.subjects.delete(ALICE.id);
+    }
+    // Back in good standing, the revoked grant stays revoked.
+    await expectOAuthError(
+      await refresh(host.url, tokens.refresh_token, tokens.clientId),
+      400,
+      'invalid_grant',
+      INVALID_REFRESH,
+    );
+  });
+
+  it('narrows a refreshed grant to the scopes the subject still has, never widening it', async () => {
+    const tokens = await obtainTokens(host);
+    host.subjects.set(ALICE.id, { active: true, scopes: ['mcp:tools', 'admin:everything'] });
+    try {
+      const response = await refresh(host.url, tokens.refresh_token, tokens.clientId);
+      const body = (await response.json()) as TokenResponse;
+      expect(body.scope).toBe('mcp:tools');
+      expect(decodeJwt(body.access_token).scope).toBe('mcp:tools');
+      host.subjects.set(ALICE.id, { active: true, scopes: ['other:scope'] });
+      await expectOAuthError(
+        await refresh(host.url, body.refresh_token, tokens.clientId),
+        400,
+        'invalid_grant',
+        SUBJECT_GONE,
+      );
+    } finally {
+      host.subjects.delete(ALICE.id);
+    }
   });
 
   it('expires refresh tokens after their lifetime (14 days by default)', async () => {

@@ -174,14 +174,99 @@ describe('tools/list', () => {
         'contractEndDate',
       ].sort(),
     );
-    expect(tools.find((t) => t.name === 'search_users')?.outputSchema?.properties).toEqual({
-      users: {},
-      error: {},
-      errorStatus: {},
-    });
     expect(
       Object.keys(tools.find((t) => t.name === 'create_agent')?.outputSchema?.properties ?? {}),
     ).toEqual(['id', 'userName', 'error', 'errorStatus']);
+  });
+});
+
+describe('typed outputs (issue 19)', () => {
+  const NULLABLE_STRING = ['string', 'null'];
+  const STATUS = ['string', 'integer', 'null'];
+  /** Each tool's outputs and their JSON types, from the OpenAPI responses they read. */
+  const OUTPUT_TYPES: Record<string, Record<string, string[]>> = Object.fromEntries(
+    TOOLS.map((name) => {
+      const outputs: Record<string, string[]> = {};
+      if (name.startsWith('list_')) {
+        outputs.totalResults = ['integer', 'null'];
+        outputs[name.slice('list_'.length)] = ['array', 'null'];
+      } else if (name.startsWith('delete_')) outputs.statusCode = ['integer', 'null'];
+      else if (name.startsWith('create_') || name.startsWith('update_user_')) {
+        outputs.id = NULLABLE_STRING;
+        outputs[name === 'create_group' || name === 'create_role' ? 'displayName' : 'userName'] =
+          NULLABLE_STRING;
+      }
+      if (name === 'search_users') outputs.users = ['array', 'null'];
+      if (name === 'get_user') outputs.user = ['object', 'null'];
+      if (name === 'add_user_to_group') outputs.userName = NULLABLE_STRING;
+      if (name.endsWith('_user_to_group') || name === 'remove_user_from_group') {
+        outputs.groupName = NULLABLE_STRING;
+      }
+      if (name.endsWith('role_to_user') || name === 'remove_role_from_user') {
+        outputs.roleName = NULLABLE_STRING;
+      }
+      if (name === 'bulk_create_users') outputs.results = ['array', 'null'];
+      return [name, { ...outputs, error: NULLABLE_STRING, errorStatus: STATUS }];
+    }),
+  );
+
+  it('gives every output of the 21 tools the JSON types of the response member it reads', async () => {
+    const { tools } = await h.client.listTools();
+    expect(tools).toHaveLength(21);
+    for (const tool of tools) {
+      const properties = tool.outputSchema?.properties as Record<string, { type?: unknown }>;
+      const types = Object.fromEntries(
+        Object.entries(properties).map(([name, schema]) => [name, schema.type]),
+      );
+      expect({ tool: tool.name, types }).toEqual({
+        tool: tool.name,
+        types: OUTPUT_TYPES[tool.name],
+      });
+    }
+  });
+
+  it('describes the members of listed and returned resources', async () => {
+    const { tools } = await h.client.listTools();
+    const output = (tool: string, name: string) =>
+      tools.find((t) => t.name === tool)?.outputSchema?.properties?.[name];
+    const user = {
+      type: 'object',
+      properties: expect.objectContaining({
+        id: expect.objectContaining({ type: 'string' }),
+        userName: { type: 'string' },
+        active: { type: 'boolean' },
+        emails: expect.objectContaining({ type: 'array' }),
+      }),
+    };
+    expect(output('search_users', 'users')).toMatchObject({ items: user });
+    expect(output('get_user', 'user')).toMatchObject({
+      anyOf: [{ anyOf: [user, { properties: { detail: { type: 'string' } } }] }, { type: 'null' }],
+    });
+    expect(output('list_groups', 'groups')).toMatchObject({
+      items: { properties: { displayName: expect.objectContaining({ type: 'string' }) } },
+    });
+    expect(output('bulk_create_users', 'results')).toMatchObject({
+      items: { properties: { bulkId: { type: 'string' }, location: { type: 'string' } } },
+    });
+  });
+
+  it("validates real results against each tool's outputSchema (the SDK client checks them)", async () => {
+    // The SDK client compiles every outputSchema from tools/list and refuses a call whose
+    // structuredContent does not validate: each call below would reject.
+    const { tools } = await h.client.listTools();
+    expect(tools.every((tool) => tool.outputSchema !== undefined)).toBe(true);
+    const found = await h.call('search_users', { filter: 'userName eq token-user', count: 1 });
+    expect(found.outputs.users).toEqual([expect.objectContaining({ id: userId })]);
+    const user = await h.call('get_user', { userId });
+    expect(user.outputs.user).toMatchObject({ id: userId, userName: 'token-user' });
+    const missing = await h.call('get_user', { userId: '00000000-0000-4000-8000-000000000000' });
+    expect(missing.outputs).toMatchObject({ errorStatus: '404', user: { status: '404' } });
+    const unauthorized = await h.connectAs(NO_SCOPES);
+    await unauthorized.client.listTools(); // the client validates only tools it has listed
+    const refused = await unauthorized.call('list_users', { startIndex: 1, count: 1 });
+    expect(refused.outputs).toMatchObject({ users: null, errorStatus: 403 });
+    const page = await h.call('list_groups', { startIndex: 1, count: 5 });
+    expect(page.outputs.totalResults).toEqual(expect.any(Number));
   });
 });
 

@@ -141,3 +141,14 @@ export function writeFixtures(dir: string, apiUrl: string) {
     broken: copy('broken.arazzo.yaml'),
   };
 }
+
+/** `startArazzoMcpHttp` options serving the fixture users tools against `api` on a free port. */
+export function fixtureServeOptions(users: string, api: { url: string }) {
+  return {
+    arazzo: users,
+    sourceServers: { scim: `${api.url}/scim2` },
+    env: FIXTURE_ENV,
+    port: 0,
+    handleSignals: false,
+  };
+}

@@ -120,21 +120,32 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       done(null, body),
     );
     api.addHook('onRequest', async (request, reply) => {
-      const user = await authenticator.authenticate(request.headers.authorization);
-      if (!user) {
+      const outcome = await authenticator.authenticate(request.headers.authorization, request.ip);
+      if (!outcome.ok && outcome.retryAfterSeconds !== undefined) {
+        return gatewayError(
+          reply.header('retry-after', String(outcome.retryAfterSeconds)),
+          429,
+          'too many failed logins; retry later',
+        );
+      }
+      if (!outcome.ok) {
         return gatewayError(
           reply.header('www-authenticate', 'Basic realm="gateway-management"'),
           401,
           'unauthorized',
         );
       }
+      const { user } = outcome;
       if (!user.roles.includes('admin'))
         return gatewayError(reply, 403, 'the admin role is required');
       request.log.debug({ user: user.username }, 'management user authenticated');
     });
 
     api.post(BASE, async (request, reply) => {
-      const parsed = readDefinition(request, reply, { keyManagers: options.keyManagers });
+      const parsed = readDefinition(request, reply, {
+        keyManagers: options.keyManagers,
+        resolveSecrets: true,
+      });
       if (!parsed.ok) return reply;
       const { definition } = parsed;
       const conflict = conflictOf(store, definition);
@@ -179,7 +190,10 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       const { id } = request.params as { id: string };
       const existing = store.get(id);
       if (!existing) return notFound(reply, id);
-      const parsed = readDefinition(request, reply, { keyManagers: options.keyManagers });
+      const parsed = readDefinition(request, reply, {
+        keyManagers: options.keyManagers,
+        resolveSecrets: true,
+      });
       if (!parsed.ok) return reply;
       const { definition } = parsed;
       if (definition.metadata.name !== id) {

@@ -1,7 +1,9 @@
+import type { Exchange, Refusal } from './policy.js';
+
 /** Builds an RFC 6750 `WWW-Authenticate: Bearer ...` value in the order WSO2 emits. */
 export function bearerChallenge(
   resourceMetadataUrl: string,
-  scopes: string[],
+  scopes: readonly string[],
   error: 'invalid_token' | 'insufficient_scope',
 ): string {
   const parts = [`resource_metadata="${resourceMetadataUrl}"`];
@@ -10,45 +12,53 @@ export function bearerChallenge(
   return `Bearer ${parts.join(', ')}`;
 }
 
-/** A decision to answer the client directly instead of forwarding. */
-export interface Refusal {
-  status: 401 | 403;
-  challenge: string;
-  body: { error: string; message: string };
-  /** Why, for the log only. */
-  reason: string;
-  missingScopes: string[];
-}
-
 export const AUTHENTICATION_FAILED = { error: 'Unauthorized', message: 'Authentication failed' };
 
-/** 401 for a call an `mcp-authz` rule governs when no `mcp-auth` policy can authenticate it. */
-export function authenticationRequired(resourceMetadataUrl: string): Refusal {
+/**
+ * 401 naming the scopes the proxy advertises, so a client asks for what its tools need
+ * (MCP authorization, "Scope Selection Strategy").
+ */
+export function unauthenticated(
+  exchange: Exchange,
+  reason: string,
+  body: { error: string; message: string } = AUTHENTICATION_FAILED,
+): Refusal {
   return {
     status: 401,
-    challenge: bearerChallenge(resourceMetadataUrl, [], 'invalid_token'),
-    body: {
-      error: 'Unauthorized',
-      message: 'Unauthorized: authentication required for this MCP capability',
+    headers: {
+      'www-authenticate': bearerChallenge(
+        exchange.resourceMetadataUrl,
+        exchange.scopesSupported,
+        'invalid_token',
+      ),
     },
-    reason: 'governed call without an mcp-auth policy',
+    body,
+    decision: 'unauthenticated',
+    reason,
     missingScopes: [],
   };
 }
 
 /** 403 step-up challenge naming the scopes the token lacks (sorted, so clients see one order). */
 export function insufficientScope(
-  resourceMetadataUrl: string,
-  missingScopes: string[],
+  exchange: Exchange,
+  missingScopes: readonly string[],
   reason: string,
 ): Refusal {
   return {
     status: 403,
-    challenge: bearerChallenge(resourceMetadataUrl, missingScopes, 'insufficient_scope'),
+    headers: {
+      'www-authenticate': bearerChallenge(
+        exchange.resourceMetadataUrl,
+        missingScopes,
+        'insufficient_scope',
+      ),
+    },
     body: {
       error: 'Forbidden',
       message: 'Forbidden: insufficient permissions to access this MCP resource',
     },
+    decision: 'forbidden',
     reason,
     missingScopes,
   };

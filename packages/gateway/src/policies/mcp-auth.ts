@@ -1,12 +1,15 @@
-import type { TokenVerifier, VerifiedToken } from '../auth/verifier.js';
-import type { KeyManagerConfig } from '../config.js';
+import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../jsonrpc.js';
-import {
-  AUTHENTICATION_FAILED,
-  bearerChallenge,
-  insufficientScope,
-  type Refusal,
-} from './challenge.js';
+import { insufficientScope, unauthenticated } from './challenge.js';
+import type {
+  Authenticator,
+  Exchange,
+  Policy,
+  PolicyFactory,
+  PolicySetup,
+  Refusal,
+} from './policy.js';
+import { stringList } from './schema-parts.js';
 
 interface Group {
   enabled?: boolean;
@@ -25,13 +28,36 @@ export interface McpAuthParams {
   methods?: Group;
 }
 
-export type AuthOutcome = { ok: true; token: VerifiedToken } | { ok: false; refusal: Refusal };
+const authGroup = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { enabled: { type: 'boolean' }, exceptions: stringList },
+};
 
-const GROUP_BY_METHOD: Record<string, keyof McpAuthParams> = {
+/** `mcp-auth` v1: spec §2.9 plus WSO2's per-group `{enabled, exceptions}` switches. */
+const MCP_AUTH_V1 = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    issuers: stringList,
+    audiences: stringList,
+    requiredScopes: stringList,
+    forwardToken: { type: 'boolean' },
+    userIdClaim: { type: 'string', minLength: 1 },
+    tools: authGroup,
+    resources: authGroup,
+    prompts: authGroup,
+    methods: authGroup,
+  },
+};
+
+const GROUP_BY_METHOD: Readonly<Record<string, 'tools' | 'resources' | 'prompts'>> = {
   'tools/call': 'tools',
   'resources/read': 'resources',
   'prompts/get': 'prompts',
 };
+
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 function groupRequiresAuth(group: Group | undefined, key: string): boolean {
   const enabled = group?.enabled ?? true;
@@ -43,89 +69,115 @@ function groupRequiresAuth(group: Group | undefined, key: string): boolean {
  * acceptable for this proxy (issuer among the selected key managers, audience, required
  * scopes). Signature and time checks are the shared verifier's job.
  */
-export class McpAuthPolicy {
-  readonly keyManagers: KeyManagerConfig[];
-  readonly requiredScopes: string[];
+class McpAuthPolicy implements Policy, Authenticator {
+  readonly authorizationServers: readonly string[];
   readonly forwardToken: boolean;
   readonly userIdClaim: string;
-  private readonly issuers: Set<string>;
+  readonly scopes: readonly string[];
+  private readonly issuers: ReadonlySet<string>;
+  private readonly audiences: readonly string[];
+  /** No switch exempts any call: a POST can be refused from its headers alone. */
+  private readonly everyCallNeedsToken: boolean;
+  /** GET and DELETE carry no JSON-RPC; they need auth unless every group is switched off. */
+  private readonly transportNeedsToken: boolean;
 
   constructor(
     private readonly params: McpAuthParams,
-    allKeyManagers: KeyManagerConfig[],
-    private readonly verifier: TokenVerifier,
-    readonly resourceMetadataUrl: string,
+    private readonly setup: PolicySetup,
   ) {
-    this.keyManagers = params.issuers?.length
-      ? params.issuers.flatMap((name) => allKeyManagers.filter((km) => km.name === name))
-      : allKeyManagers;
-    this.issuers = new Set(this.keyManagers.map((km) => km.issuer));
-    this.requiredScopes = params.requiredScopes ?? [];
+    const managers = params.issuers?.length
+      ? params.issuers.flatMap((name) => setup.keyManagers.filter((km) => km.name === name))
+      : setup.keyManagers;
+    this.issuers = new Set(managers.map((km) => km.issuer));
+    this.authorizationServers = [...this.issuers];
+    this.audiences = params.audiences ?? [];
+    this.scopes = params.requiredScopes ?? [];
     this.forwardToken = params.forwardToken ?? false;
     this.userIdClaim = params.userIdClaim ?? 'sub';
+    const groups = [params.tools, params.resources, params.prompts, params.methods];
+    this.everyCallNeedsToken = groups.every(
+      (g) => (g?.enabled ?? true) && (g?.exceptions?.length ?? 0) === 0,
+    );
+    this.transportNeedsToken = groups.some(
+      (g) => (g?.enabled ?? true) || (g?.exceptions?.length ?? 0) > 0,
+    );
   }
 
-  /** GET and DELETE carry no JSON-RPC; they need auth unless every group is switched off. */
-  transportRequiresAuth(): boolean {
-    const groups = [
-      this.params.tools,
-      this.params.resources,
-      this.params.prompts,
-      this.params.methods,
-    ];
-    return groups.some((g) => (g?.enabled ?? true) || (g?.exceptions?.length ?? 0) > 0);
+  onHeaders(exchange: Exchange): Promise<Refusal | undefined> | undefined {
+    const { httpMethod } = exchange;
+    if (httpMethod === 'POST')
+      return this.everyCallNeedsToken ? exchange.authenticate() : undefined;
+    if (httpMethod === 'OPTIONS' || !this.transportNeedsToken) return undefined;
+    return exchange.authenticate();
   }
 
-  callRequiresAuth(call: McpCall): boolean {
-    const groupName = GROUP_BY_METHOD[call.method];
-    if (groupName)
-      return groupRequiresAuth(this.params[groupName] as Group | undefined, call.target);
+  onRequest(exchange: Exchange): Promise<Refusal | undefined> | undefined {
+    const { call } = exchange;
+    if (exchange.httpMethod !== 'POST' || exchange.token) return undefined;
+    return !call || this.callNeedsToken(call) ? exchange.authenticate() : undefined;
+  }
+
+  async authenticate(exchange: Exchange): Promise<{ token?: VerifiedToken; refusal?: Refusal }> {
+    const authorization = exchange.headers.authorization;
+    const match = BEARER.exec(authorization ?? '');
+    if (!match) {
+      const reason = authorization ? 'malformed authorization header' : 'no token';
+      return { refusal: unauthenticated(exchange, reason) };
+    }
+    const result = await this.setup.verifier.verify(match[1] as string);
+    if (!result.ok) return { refusal: unauthenticated(exchange, result.reason) };
+    const { token } = result;
+    if (!this.issuers.has(token.issuer)) {
+      return { refusal: unauthenticated(exchange, 'issuer not accepted by this proxy') };
+    }
+    if (!this.audienceAccepted(token, exchange.resourceUrl)) {
+      return { refusal: unauthenticated(exchange, 'audience not accepted') };
+    }
+    const missing = this.scopes.filter((s) => !token.scopes.has(s)).sort();
+    if (missing.length > 0) {
+      return { token, refusal: insufficientScope(exchange, missing, 'required scopes missing') };
+    }
+    return { token };
+  }
+
+  /**
+   * The configured audiences (none configured: no audience check), or this proxy's own
+   * resource URL for the listener that received the request (RFC 8707, MCP token audience
+   * binding), so dynamically registered clients work too.
+   */
+  private audienceAccepted(token: VerifiedToken, resourceUrl: string): boolean {
+    if (this.audiences.length === 0) return true;
+    for (const audience of token.audiences) {
+      if (audience === resourceUrl || this.audiences.includes(audience)) return true;
+    }
+    return false;
+  }
+
+  private callNeedsToken(call: McpCall): boolean {
+    const group = GROUP_BY_METHOD[call.method];
+    if (group) return groupRequiresAuth(this.params[group], call.target);
     return groupRequiresAuth(this.params.methods, call.method);
   }
-
-  async authenticate(authorization: string | undefined): Promise<AuthOutcome> {
-    const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? '');
-    if (!match)
-      return this.unauthenticated(authorization ? 'malformed authorization header' : 'no token');
-    const result = await this.verifier.verify(match[1] as string);
-    if (!result.ok) return this.unauthenticated(result.reason);
-    const { token } = result;
-    if (!this.issuers.has(token.issuer))
-      return this.unauthenticated('issuer not accepted by this proxy');
-    const audiences = this.params.audiences ?? [];
-    if (audiences.length > 0 && !audiences.some((a) => token.audiences.includes(a))) {
-      return this.unauthenticated('audience not accepted');
-    }
-    const missing = this.requiredScopes.filter((s) => !token.scopes.has(s)).sort();
-    if (missing.length > 0) {
-      return {
-        ok: false,
-        refusal: insufficientScope(this.resourceMetadataUrl, missing, 'required scopes missing'),
-      };
-    }
-    return { ok: true, token };
-  }
-
-  private unauthenticated(reason: string): AuthOutcome & { ok: false } {
-    return {
-      ok: false,
-      refusal: {
-        status: 401,
-        challenge: bearerChallenge(this.resourceMetadataUrl, this.requiredScopes, 'invalid_token'),
-        body: AUTHENTICATION_FAILED,
-        reason,
-        missingScopes: [],
-      },
-    };
-  }
-
-  /** RFC 9728 protected resource metadata for this proxy. */
-  metadata(resource: string): Record<string, unknown> {
-    const doc: Record<string, unknown> = {
-      resource,
-      authorization_servers: [...this.issuers],
-    };
-    if (this.requiredScopes.length > 0) doc.scopes_supported = this.requiredScopes;
-    return doc;
-  }
 }
+
+export const mcpAuth: PolicyFactory = {
+  name: 'mcp-auth',
+  versions: { v1: MCP_AUTH_V1 },
+  phase: 0,
+  create(params, setup) {
+    const policy = new McpAuthPolicy(params as McpAuthParams, setup);
+    setup.provideAuthenticator(policy);
+    return policy;
+  },
+  check(params, context) {
+    const problems: Array<[string, string]> = [];
+    const { issuers } = params as McpAuthParams;
+    if (!context.keyManagers || !Array.isArray(issuers)) return problems;
+    for (const [i, name] of issuers.entries()) {
+      if (typeof name === 'string' && !context.keyManagers.includes(name)) {
+        problems.push([`issuers[${i}]`, `no key manager named '${name}' is configured`]);
+      }
+    }
+    return problems;
+  },
+};

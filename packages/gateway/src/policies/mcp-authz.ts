@@ -1,6 +1,16 @@
 import type { JWTPayload } from 'jose';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../jsonrpc.js';
+import { insufficientScope } from './challenge.js';
+import {
+  type Exchange,
+  LIST_ITEM_CALL,
+  type ListMethod,
+  type Policy,
+  type PolicyFactory,
+  type Refusal,
+} from './policy.js';
+import { stringList } from './schema-parts.js';
 
 interface ClaimMatcher {
   claim: string;
@@ -23,24 +33,68 @@ export interface McpAuthzParams {
   filterLists?: boolean;
 }
 
-export type AuthzDecision =
+const claimMatcher = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['claim', 'values'],
+  properties: { claim: { type: 'string', minLength: 1 }, values: { ...stringList, minItems: 1 } },
+};
+
+const rule = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 256 },
+    scopes: {
+      type: 'object',
+      additionalProperties: false,
+      minProperties: 1,
+      properties: { allOf: { ...stringList, minItems: 1 }, anyOf: { ...stringList, minItems: 1 } },
+    },
+    claims: {
+      type: 'object',
+      additionalProperties: false,
+      minProperties: 1,
+      properties: {
+        allOf: { type: 'array', minItems: 1, items: claimMatcher },
+        anyOf: { type: 'array', minItems: 1, items: claimMatcher },
+      },
+    },
+    /** Deprecated WSO2 spelling of `scopes.anyOf`. */
+    requiredScopes: { ...stringList, minItems: 1 },
+  },
+  anyOf: [{ required: ['scopes'] }, { required: ['claims'] }, { required: ['requiredScopes'] }],
+};
+
+const ruleList = { type: 'array', minItems: 1, items: rule };
+
+/** `mcp-authz` v1: rules per capability type, plus the opt-in list filtering. */
+const MCP_AUTHZ_V1 = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    tools: ruleList,
+    resources: ruleList,
+    prompts: ruleList,
+    methods: ruleList,
+    filterLists: { type: 'boolean' },
+  },
+  anyOf: [
+    { required: ['tools'] },
+    { required: ['resources'] },
+    { required: ['prompts'] },
+    { required: ['methods'] },
+  ],
+};
+
+type AuthzDecision =
   | { governed: false }
   | { governed: true; allowed: boolean; missingScopes: string[] };
 
 type Capability = 'tools' | 'resources' | 'prompts';
 
-/** List methods `filterLists` applies to: the call each item stands for, and its name key. */
-export const LIST_ITEM_CALL = {
-  'tools/list': ['tools/call', 'name'],
-  'prompts/list': ['prompts/get', 'name'],
-  'resources/list': ['resources/read', 'uri'],
-} as const;
-export type ListMethod = keyof typeof LIST_ITEM_CALL;
-export const LIST_RESULT_KEY: Record<ListMethod, string> = {
-  'tools/list': 'tools',
-  'prompts/list': 'prompts',
-  'resources/list': 'resources',
-};
+const NOT_GOVERNED: AuthzDecision = { governed: false };
 
 /** `tools/call` → tools, `resources/read` → resources...; other methods are not governed. */
 function capabilityOf(method: string): Capability | undefined {
@@ -77,19 +131,57 @@ function evaluateRule(
   return { missing, claimsOk };
 }
 
+/** Every scope a rule list mentions, in order of first appearance. */
+function scopesOfRules(params: McpAuthzParams): string[] {
+  const scopes = new Set<string>();
+  for (const list of [params.tools, params.resources, params.prompts, params.methods]) {
+    for (const r of list ?? []) {
+      for (const s of [
+        ...(r.scopes?.allOf ?? []),
+        ...(r.scopes?.anyOf ?? []),
+        ...(r.requiredScopes ?? []),
+      ]) {
+        scopes.add(s);
+      }
+    }
+  }
+  return [...scopes];
+}
+
 /**
  * `mcp-authz` v1 for one proxy. A call is governed when at least one rule matches it (exact,
  * case-sensitive name or `*` among its capability's rules, or a `methods` rule naming its
  * method or `*`); every matching rule must pass. Ungoverned calls pass untouched.
  */
-export class McpAuthzPolicy {
-  readonly filterLists: boolean;
+class McpAuthzPolicy implements Policy {
+  readonly scopes: readonly string[];
+  readonly onListItem?: Policy['onListItem'];
 
   constructor(private readonly params: McpAuthzParams) {
-    this.filterLists = params.filterLists ?? false;
+    this.scopes = scopesOfRules(params);
+    if (params.filterLists)
+      this.onListItem = (exchange, listMethod, item) => this.visible(exchange, listMethod, item);
   }
 
-  matchingRules(call: Pick<McpCall, 'method' | 'target'>): AuthzRule[] {
+  async onRequest(exchange: Exchange): Promise<Refusal | undefined> {
+    const { call } = exchange;
+    if (!call) return undefined;
+    let decision = this.decide(call, exchange.token);
+    if (!decision.governed) return undefined;
+    if (!exchange.token) {
+      // Governance is decided before identity (WSO2 #2842): only a governed call needs a
+      // caller, even when mcp-auth's own switches let this call through anonymously.
+      const refusal = await exchange.authenticate();
+      if (refusal) return refusal;
+      decision = this.decide(call, exchange.token);
+    }
+    if (decision.governed && !decision.allowed) {
+      return insufficientScope(exchange, decision.missingScopes, 'mcp-authz denied the call');
+    }
+    return undefined;
+  }
+
+  private matchingRules(call: Pick<McpCall, 'method' | 'target'>): AuthzRule[] {
     const capability = capabilityOf(call.method);
     if (!capability) return [];
     const byName =
@@ -99,32 +191,39 @@ export class McpAuthzPolicy {
     const byMethod = (this.params.methods ?? []).filter(
       (r) => r.name === call.method || r.name === '*',
     );
-    return [...byName, ...byMethod];
+    return byMethod.length === 0 ? byName : [...byName, ...byMethod];
   }
 
   /** Decides a call; `token` is undefined when the caller is not authenticated. */
-  decide(
+  private decide(
     call: Pick<McpCall, 'method' | 'target'>,
     token: VerifiedToken | undefined,
   ): AuthzDecision {
     const rules = this.matchingRules(call);
-    if (rules.length === 0) return { governed: false };
+    if (rules.length === 0) return NOT_GOVERNED;
     if (!token) return { governed: true, allowed: false, missingScopes: [] };
     const missing = new Set<string>();
     let allowed = true;
-    for (const rule of rules) {
-      const result = evaluateRule(rule, token);
+    for (const r of rules) {
+      const result = evaluateRule(r, token);
       for (const scope of result.missing) missing.add(scope);
       if (result.missing.length > 0 || !result.claimsOk) allowed = false;
     }
     return { governed: true, allowed, missingScopes: [...missing].sort() };
   }
 
-  /** Whether a listed item would be callable with this token (for `filterLists`). */
-  visible(listMethod: ListMethod, item: Record<string, unknown>, token: VerifiedToken | undefined) {
+  /** Whether a listed item would be callable by this caller. */
+  private visible(exchange: Exchange, listMethod: ListMethod, item: Record<string, unknown>) {
     const [method, key] = LIST_ITEM_CALL[listMethod];
     const target = typeof item[key] === 'string' ? (item[key] as string) : '';
-    const decision = this.decide({ method, target }, token);
+    const decision = this.decide({ method, target }, exchange.token);
     return !decision.governed || decision.allowed;
   }
 }
+
+export const mcpAuthz: PolicyFactory = {
+  name: 'mcp-authz',
+  versions: { v1: MCP_AUTHZ_V1 },
+  phase: 1,
+  create: (params) => new McpAuthzPolicy(params as McpAuthzParams),
+};

@@ -1,102 +1,26 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { POLICIES } from './index.js';
 
-const stringList = { type: 'array', items: { type: 'string', minLength: 1 } };
-
-const authGroup = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { enabled: { type: 'boolean' }, exceptions: stringList },
-};
-
-/** `mcp-auth` v1: spec §2.9 plus WSO2's per-group `{enabled, exceptions}` switches. */
-const MCP_AUTH_V1 = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    issuers: stringList,
-    audiences: stringList,
-    requiredScopes: stringList,
-    forwardToken: { type: 'boolean' },
-    userIdClaim: { type: 'string', minLength: 1 },
-    tools: authGroup,
-    resources: authGroup,
-    prompts: authGroup,
-    methods: authGroup,
-  },
-};
-
-const claimMatcher = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['claim', 'values'],
-  properties: { claim: { type: 'string', minLength: 1 }, values: { ...stringList, minItems: 1 } },
-};
-
-const rule = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['name'],
-  properties: {
-    name: { type: 'string', minLength: 1, maxLength: 256 },
-    scopes: {
-      type: 'object',
-      additionalProperties: false,
-      minProperties: 1,
-      properties: { allOf: { ...stringList, minItems: 1 }, anyOf: { ...stringList, minItems: 1 } },
-    },
-    claims: {
-      type: 'object',
-      additionalProperties: false,
-      minProperties: 1,
-      properties: {
-        allOf: { type: 'array', minItems: 1, items: claimMatcher },
-        anyOf: { type: 'array', minItems: 1, items: claimMatcher },
-      },
-    },
-    /** Deprecated WSO2 spelling of `scopes.anyOf`. */
-    requiredScopes: { ...stringList, minItems: 1 },
-  },
-  anyOf: [{ required: ['scopes'] }, { required: ['claims'] }, { required: ['requiredScopes'] }],
-};
-
-const ruleList = { type: 'array', minItems: 1, items: rule };
-
-/** `mcp-authz` v1: rules per capability type, plus the opt-in list filtering. */
-const MCP_AUTHZ_V1 = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    tools: ruleList,
-    resources: ruleList,
-    prompts: ruleList,
-    methods: ruleList,
-    filterLists: { type: 'boolean' },
-  },
-  anyOf: [
-    { required: ['tools'] },
-    { required: ['resources'] },
-    { required: ['prompts'] },
-    { required: ['methods'] },
-  ],
-};
-
-export const POLICY_NAMES = ['mcp-auth', 'mcp-authz'] as const;
-export type PolicyName = (typeof POLICY_NAMES)[number];
-
-const ajv = new Ajv({ allErrors: true, strict: false });
-const validators: Record<string, ValidateFunction> = {
-  'mcp-auth@v1': ajv.compile(MCP_AUTH_V1),
-  'mcp-authz@v1': ajv.compile(MCP_AUTHZ_V1),
-};
-
-export function isKnownPolicy(name: string): name is PolicyName {
-  return (POLICY_NAMES as readonly string[]).includes(name);
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
+const validators = new Map<string, ValidateFunction>();
+for (const factory of POLICIES.values()) {
+  for (const [version, schema] of Object.entries(factory.versions)) {
+    validators.set(`${factory.name}@${version}`, ajv.compile(schema));
+  }
 }
 
-export function supportedVersions(name: PolicyName): string[] {
-  return Object.keys(validators)
-    .filter((key) => key.startsWith(`${name}@`))
-    .map((key) => key.slice(name.length + 1));
+export function isKnownPolicy(name: string): boolean {
+  return POLICIES.has(name);
+}
+
+export function supportedVersions(name: string): string[] {
+  return Object.keys(POLICIES.get(name)?.versions ?? {});
+}
+
+/** The alternatives of a failed `anyOf` of required members, read from the schema itself. */
+function anyOfMembers(schema: unknown): string {
+  const options = (schema as { anyOf?: Array<{ required?: string[] }> } | undefined)?.anyOf ?? [];
+  return options.flatMap((option) => option.required ?? []).join(', ');
 }
 
 function describe(error: ErrorObject, at: string): string {
@@ -113,9 +37,7 @@ function describe(error: ErrorObject, at: string): string {
     case 'required':
       return `${where}.${(error.params as { missingProperty: string }).missingProperty}: is required`;
     case 'anyOf':
-      return where.endsWith('params')
-        ? `${where}: at least one of tools, resources, prompts, methods is required`
-        : `${where}: a rule needs at least one of scopes, claims, requiredScopes`;
+      return `${where}: at least one of ${anyOfMembers(error.parentSchema)} is required`;
     default:
       return `${where}: ${error.message ?? 'is invalid'}`;
   }
@@ -123,12 +45,12 @@ function describe(error: ErrorObject, at: string): string {
 
 /** Validates a policy's params against its schema; returns one message per problem. */
 export function validatePolicyParams(
-  name: PolicyName,
+  name: string,
   version: string,
   params: unknown,
   at: string,
 ): string[] {
-  const validate = validators[`${name}@${version}`];
+  const validate = validators.get(`${name}@${version}`);
   if (!validate) return [`${at}: unsupported version`];
   if (validate(params ?? {})) return [];
   const errors = validate.errors ?? [];

@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { randomToken, sha256Base64Url } from '@mcp-identity/common';
-import type { Db } from '../db.js';
+import { type Db, inTransaction } from '../db.js';
 
 export type CodeGrant = {
   clientId: string;
@@ -7,11 +8,59 @@ export type CodeGrant = {
   redirectUri: string;
   codeChallenge: string;
   scope: string;
+  /** The grant the code starts: the family of every token issued from it. */
+  grantId: string;
+  /** The API resource (RFC 8707) the authorization was for. */
+  resource?: string;
 };
 
-export type RefreshGrant = { clientId: string; userId: string; scope: string };
+export type RefreshGrant = {
+  clientId: string;
+  userId: string;
+  scope: string;
+  familyId: string;
+  resource?: string;
+};
 
-/** Authorization codes and refresh tokens, stored only as SHA-256 hashes. */
+export type CodeRedemption =
+  | { outcome: 'redeemed'; grant: CodeGrant }
+  | { outcome: 'unknown' }
+  /** Redeemed before: the tokens of the first redemption are now revoked (RFC 6749 §4.1.2). */
+  | { outcome: 'replayed' };
+
+export type RefreshRotation =
+  | { outcome: 'rotated' }
+  | { outcome: 'unknown' }
+  /** Rotated before: the whole family is now revoked (RFC 9700 §4.14.2). */
+  | { outcome: 'reused' };
+
+type CodeRow = {
+  client_id: string;
+  user_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  scope: string;
+  expires_at: number;
+  grant_id: string;
+  redeemed: number;
+  resource: string | null;
+};
+type RefreshRow = {
+  client_id: string;
+  user_id: string;
+  scope: string;
+  expires_at: number;
+  family_id: string;
+  used: number;
+  resource: string | null;
+};
+
+/**
+ * Authorization codes and refresh tokens, stored only as SHA-256 hashes. Redeemed codes and
+ * rotated refresh tokens are kept (marked) until they expire, so that presenting one again is
+ * recognised as a replay and revokes its family: refresh tokens, and the access tokens recorded
+ * for the family (the caller marks them revoked with `revokeAccessTokens`).
+ */
 export class GrantStore {
   constructor(
     private readonly db: Db,
@@ -22,14 +71,14 @@ export class GrantStore {
     },
   ) {}
 
-  issueCode(grant: CodeGrant): string {
+  issueCode(grant: Omit<CodeGrant, 'grantId'>): string {
     const code = randomToken(32);
     const now = this.options.now();
     this.db.prepare('DELETE FROM auth_codes WHERE expires_at < ?').run(now);
     this.db
       .prepare(
-        `INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, grant_id, resource)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         sha256Base64Url(code),
@@ -39,32 +88,39 @@ export class GrantStore {
         grant.codeChallenge,
         grant.scope,
         now + this.options.codeTtlSeconds,
+        randomUUID(),
+        grant.resource ?? null,
       );
     return code;
   }
 
-  /** Removes the code before anything else is checked: a second use always fails. */
-  consumeCode(code: string): CodeGrant | undefined {
-    const row = this.db
-      .prepare('DELETE FROM auth_codes WHERE code_hash = ? RETURNING *')
-      .get(sha256Base64Url(code)) as
-      | {
-          client_id: string;
-          user_id: string;
-          redirect_uri: string;
-          code_challenge: string;
-          scope: string;
-          expires_at: number;
-        }
-      | undefined;
-    if (!row || row.expires_at < this.options.now()) return undefined;
-    return {
-      clientId: row.client_id,
-      userId: row.user_id,
-      redirectUri: row.redirect_uri,
-      codeChallenge: row.code_challenge,
-      scope: row.scope,
-    };
+  /** Marks the code redeemed before anything else is checked: a second use always fails. */
+  consumeCode(code: string): CodeRedemption {
+    const hash = sha256Base64Url(code);
+    return inTransaction(this.db, () => {
+      const row = this.db.prepare('SELECT * FROM auth_codes WHERE code_hash = ?').get(hash) as
+        | CodeRow
+        | undefined;
+      if (!row) return { outcome: 'unknown' };
+      if (row.redeemed) {
+        this.revokeFamily(row.grant_id);
+        return { outcome: 'replayed' };
+      }
+      this.db.prepare('UPDATE auth_codes SET redeemed = 1 WHERE code_hash = ?').run(hash);
+      if (row.expires_at < this.options.now()) return { outcome: 'unknown' };
+      return {
+        outcome: 'redeemed',
+        grant: {
+          clientId: row.client_id,
+          userId: row.user_id,
+          redirectUri: row.redirect_uri,
+          codeChallenge: row.code_challenge,
+          scope: row.scope,
+          grantId: row.grant_id,
+          ...(row.resource ? { resource: row.resource } : {}),
+        },
+      };
+    });
   }
 
   issueRefreshToken(grant: RefreshGrant): { token: string; expiresAt: number } {
@@ -74,41 +130,86 @@ export class GrantStore {
     this.db.prepare('DELETE FROM refresh_tokens WHERE expires_at < ?').run(now);
     this.db
       .prepare(
-        'INSERT INTO refresh_tokens (token_hash, client_id, user_id, scope, expires_at) VALUES (?, ?, ?, ?, ?)',
+        'INSERT INTO refresh_tokens (token_hash, client_id, user_id, scope, expires_at, family_id, resource) VALUES (?, ?, ?, ?, ?, ?, ?)',
       )
-      .run(sha256Base64Url(token), grant.clientId, grant.userId, grant.scope, expiresAt);
+      .run(
+        sha256Base64Url(token),
+        grant.clientId,
+        grant.userId,
+        grant.scope,
+        expiresAt,
+        grant.familyId,
+        grant.resource ?? null,
+      );
     return { token, expiresAt };
   }
 
-  /** Rotation: the presented refresh token is deleted as it is used. */
-  consumeRefreshToken(token: string): RefreshGrant | undefined {
-    const row = this.db
-      .prepare('DELETE FROM refresh_tokens WHERE token_hash = ? RETURNING *')
-      .get(sha256Base64Url(token)) as
-      | { client_id: string; user_id: string; scope: string; expires_at: number }
-      | undefined;
-    if (!row || row.expires_at < this.options.now()) return undefined;
-    return { clientId: row.client_id, userId: row.user_id, scope: row.scope };
+  /** Records an access token issued in a family, so that revoking the family revokes it. */
+  recordAccessToken(familyId: string, jti: string, expiresAt: number): void {
+    this.db
+      .prepare('DELETE FROM family_access_tokens WHERE expires_at < ?')
+      .run(this.options.now());
+    this.db
+      .prepare('INSERT INTO family_access_tokens (jti, family_id, expires_at) VALUES (?, ?, ?)')
+      .run(jti, familyId, expiresAt);
   }
 
+  /** A live (unexpired, not yet rotated) refresh token, without changing it. */
   findRefreshToken(token: string): (RefreshGrant & { expiresAt: number }) | undefined {
     const row = this.db
       .prepare('SELECT * FROM refresh_tokens WHERE token_hash = ?')
-      .get(sha256Base64Url(token)) as
-      | { client_id: string; user_id: string; scope: string; expires_at: number }
-      | undefined;
-    if (!row || row.expires_at < this.options.now()) return undefined;
+      .get(sha256Base64Url(token)) as RefreshRow | undefined;
+    if (!row || row.used || row.expires_at < this.options.now()) return undefined;
     return {
       clientId: row.client_id,
       userId: row.user_id,
       scope: row.scope,
+      familyId: row.family_id,
       expiresAt: row.expires_at,
+      ...(row.resource ? { resource: row.resource } : {}),
     };
   }
 
+  /**
+   * Marks a live token used. Presenting a token that was already used revokes its family:
+   * either the legitimate client or an attacker holds a stolen copy, and the server cannot
+   * tell which.
+   */
+  rotateRefreshToken(token: string): RefreshRotation {
+    const hash = sha256Base64Url(token);
+    return inTransaction(this.db, () => {
+      const row = this.db.prepare('SELECT * FROM refresh_tokens WHERE token_hash = ?').get(hash) as
+        | RefreshRow
+        | undefined;
+      if (!row || row.expires_at < this.options.now()) return { outcome: 'unknown' };
+      if (row.used) {
+        this.revokeFamily(row.family_id);
+        return { outcome: 'reused' };
+      }
+      this.db.prepare('UPDATE refresh_tokens SET used = 1 WHERE token_hash = ?').run(hash);
+      return { outcome: 'rotated' };
+    });
+  }
+
+  /** Revokes the family of a refresh token (the token's own client only; RFC 7009 §2.1). */
   revokeRefreshToken(token: string, clientId: string): void {
-    this.db
-      .prepare('DELETE FROM refresh_tokens WHERE token_hash = ? AND client_id = ?')
-      .run(sha256Base64Url(token), clientId);
+    const row = this.db
+      .prepare('SELECT family_id FROM refresh_tokens WHERE token_hash = ? AND client_id = ?')
+      .get(sha256Base64Url(token), clientId) as { family_id: string } | undefined;
+    if (row) this.revokeFamily(row.family_id);
+  }
+
+  /** Revokes a family: its refresh tokens and the access tokens it issued. */
+  revokeFamily(familyId: string): void {
+    // Deferred: inside a caller's transaction this nests as a savepoint.
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM refresh_tokens WHERE family_id = ?').run(familyId);
+      this.db
+        .prepare(
+          `INSERT OR IGNORE INTO revoked_tokens (jti, expires_at)
+           SELECT jti, expires_at FROM family_access_tokens WHERE family_id = ?`,
+        )
+        .run(familyId);
+    })();
   }
 }

@@ -1,30 +1,65 @@
 import { createHash } from 'node:crypto';
 import {
   constantTimeEqual,
+  FixedWindowThrottle,
+  isRedirectUriAllowed,
   oauthError,
-  randomToken,
+  reserveAll,
   setHtmlSecurityHeaders,
 } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Application, AppStore } from '../apps.js';
 import type { KeyStore } from '../keys.js';
+import { type ApiResource, type ApiResourceStore, mayReceive } from '../resources.js';
 import type { RoleStore } from '../scim/roles.js';
 import type { UserStore } from '../scim/users.js';
+import { currentUserScopes, isActiveUser } from '../subjects.js';
 import type { TokenService } from '../tokens.js';
 import type { GrantStore } from './grants.js';
 import { errorPage, loginPage } from './login-page.js';
+import { MAX_REGISTRATION_BYTES, readClientMetadata } from './registration.js';
+import type { LoginTransactions } from './transactions.js';
 
 export type OAuthRouteOptions = {
   apps: AppStore;
   tokens: TokenService;
   grants: GrantStore;
+  transactions: LoginTransactions;
   keys: KeyStore;
   users: UserStore;
   roles: RoleStore;
+  resources: ApiResourceStore;
   /** Public base URL, e.g. https://localhost:9443. */
   baseUrl: () => string;
   knownScopes: readonly string[];
   secureCookies: boolean;
+  limits: OAuthLimits;
+  /** Milliseconds since the epoch (throttle windows). */
+  clock: () => number;
+};
+
+/** Abuse limits of the OAuth endpoints; every one refuses before the work it protects. */
+export type OAuthLimits = {
+  /** Dynamic client registrations per client IP per hour; 429 beyond. */
+  registrationsPerIpPerHour: number;
+  /** Dynamically registered clients kept at most; registration answers 503 beyond. */
+  maxDynamicClients: number;
+  /** Sign-in attempts per user name per window (successful ones are given back); 429 beyond. */
+  loginAttemptsPerAccount: number;
+  /** Sign-in attempts per client IP per window (successful ones are given back); 429 beyond. */
+  loginAttemptsPerIp: number;
+  loginWindowSeconds: number;
+  /** Authorize requests (GET and POST) per client IP per minute; 429 beyond. */
+  authorizeRequestsPerIpPerMinute: number;
+};
+
+export const DEFAULT_OAUTH_LIMITS: OAuthLimits = {
+  registrationsPerIpPerHour: 20,
+  maxDynamicClients: 10_000,
+  loginAttemptsPerAccount: 10,
+  loginAttemptsPerIp: 100,
+  loginWindowSeconds: 15 * 60,
+  authorizeRequestsPerIpPerMinute: 120,
 };
 
 class OAuthFailure extends Error {
@@ -39,6 +74,8 @@ class OAuthFailure extends Error {
 }
 
 const CSRF_COOKIE = 'idp_csrf';
+/** A login form post carries a few short fields; this bounds what a transaction row can hold. */
+const MAX_LOGIN_FORM_BYTES = 16_384;
 const AUTHORIZE_PARAMS = [
   'client_id',
   'redirect_uri',
@@ -47,11 +84,24 @@ const AUTHORIZE_PARAMS = [
   'code_challenge_method',
   'state',
   'scope',
+  'resource',
 ] as const;
 
 /** The OAuth 2.0 endpoints under /oauth2 plus RFC 8414 metadata. */
 export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptions): Promise<void> {
-  const { apps, tokens, grants, keys, users, roles, baseUrl } = options;
+  const {
+    apps,
+    tokens,
+    grants,
+    keys,
+    users,
+    roles,
+    resources,
+    baseUrl,
+    transactions,
+    limits,
+    clock,
+  } = options;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof OAuthFailure) {
@@ -59,7 +109,15 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
       return oauthError(reply, error.status, error.error, error.description);
     }
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return oauthError(reply, 413, 'invalid_request', 'Request body too large');
+      // RFC 7591 §3.2.2 answers every unacceptable registration with a 400 and its code.
+      return request.routeOptions.url === '/oauth2/register'
+        ? oauthError(
+            reply,
+            400,
+            'invalid_client_metadata',
+            `The registration request is larger than ${MAX_REGISTRATION_BYTES} bytes`,
+          )
+        : oauthError(reply, 413, 'invalid_request', 'Request body too large');
     }
     request.log.error({ err: error }, 'OAuth request failed');
     return oauthError(reply, 500, 'server_error', 'Internal server error');
@@ -104,10 +162,10 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         response = await clientCredentials(client, form);
         break;
       case 'authorization_code':
-        response = await authorizationCode(client, form);
+        response = await authorizationCode(request, client, form);
         break;
       case 'refresh_token':
-        response = await refresh(client, form);
+        response = await refresh(request, client, form);
         break;
       case null:
         throw new OAuthFailure(400, 'invalid_request', 'Missing grant_type parameter');
@@ -139,11 +197,16 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         'Public clients cannot use client_credentials',
       );
     }
-    const scopes = intersect(splitScope(form.get('scope')), client.scopes);
+    const resource = resolveResource(client, form.getAll('resource'), 'client_credentials');
+    const scopes = intersect(
+      intersect(splitScope(form.get('scope')), client.scopes),
+      resource?.scopes ?? client.scopes,
+    );
     const { token, expiresIn } = await tokens.issue({
       clientId: client.clientId,
       subject: client.clientId,
       scopes,
+      ...(resource ? { audiences: [resource.identifier] } : {}),
     });
     return {
       access_token: token,
@@ -153,15 +216,84 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     };
   };
 
-  const userTokens = async (client: Application, userId: string, scope: string) => {
-    const scopes = splitScope(scope);
-    const { token, expiresIn } = await tokens.issue({
+  /**
+   * RFC 8707: the API resource a request names, when the client may receive it; unknown or
+   * unavailable resources are `invalid_target`. One resource per request.
+   */
+  const resolveResource = (
+    client: Application,
+    identifiers: readonly string[],
+    flow: 'user' | 'client_credentials',
+  ): ApiResource | undefined => {
+    if (identifiers.length === 0) return undefined;
+    if (identifiers.length > 1) {
+      throw new OAuthFailure(400, 'invalid_target', 'Only one resource may be requested');
+    }
+    const resource = resources.get(identifiers[0]!);
+    if (!resource || !mayReceive(resource, client, flow)) {
+      throw new OAuthFailure(
+        400,
+        'invalid_target',
+        'The resource is unknown or not available to this client',
+      );
+    }
+    return resource;
+  };
+
+  /**
+   * What the user may have now: requested ∩ the client's scopes ∩ the user's current roles
+   * (∩ the scopes the resource offers, when the token is for one).
+   */
+  const narrowToUser = (
+    client: Application,
+    userId: string,
+    requested: readonly string[],
+    resource: ApiResource | undefined,
+  ) => {
+    const allowed = currentUserScopes(roles, userId);
+    const offered = resource ? new Set(resource.scopes) : undefined;
+    return intersect(requested, client.scopes).filter(
+      (s) => allowed.has(s) && (!offered || offered.has(s)),
+    );
+  };
+
+  /** The resource of a token request: the one the grant was for, or one it may add. */
+  const grantResource = (
+    client: Application,
+    form: URLSearchParams,
+    bound: string | undefined,
+  ): ApiResource | undefined => {
+    const asked = form.getAll('resource');
+    if (bound === undefined) return resolveResource(client, asked, 'user');
+    if (asked.length > 0 && (asked.length > 1 || asked[0] !== bound)) {
+      throw new OAuthFailure(400, 'invalid_target', 'The resource differs from the authorized one');
+    }
+    return resolveResource(client, [bound], 'user');
+  };
+
+  const userTokens = async (
+    client: Application,
+    userId: string,
+    scopes: string[],
+    familyId: string,
+    resource: ApiResource | undefined,
+  ) => {
+    const { token, expiresIn, claims } = await tokens.issue({
       clientId: client.clientId,
       subject: userId,
       scopes,
+      ...(resource ? { audiences: [resource.identifier] } : {}),
     });
+    grants.recordAccessToken(familyId, claims.jti, claims.exp);
+    const scope = scopes.join(' ');
     const refreshToken = client.grantTypes.includes('refresh_token')
-      ? grants.issueRefreshToken({ clientId: client.clientId, userId, scope }).token
+      ? grants.issueRefreshToken({
+          clientId: client.clientId,
+          userId,
+          scope,
+          familyId,
+          ...(resource ? { resource: resource.identifier } : {}),
+        }).token
       : undefined;
     return {
       access_token: token,
@@ -172,11 +304,23 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     };
   };
 
-  const authorizationCode = async (client: Application, form: URLSearchParams) => {
+  const authorizationCode = async (
+    request: FastifyRequest,
+    client: Application,
+    form: URLSearchParams,
+  ) => {
     requireGrant(client, 'authorization_code');
-    const code = grants.consumeCode(form.get('code') ?? '');
-    if (!code)
+    const redemption = grants.consumeCode(form.get('code') ?? '');
+    if (redemption.outcome === 'replayed') {
+      request.log.warn(
+        { clientId: client.clientId },
+        'authorization code replayed; the tokens issued from it are revoked',
+      );
+    }
+    if (redemption.outcome !== 'redeemed') {
       throw new OAuthFailure(400, 'invalid_grant', 'The authorization code is invalid or expired');
+    }
+    const code = redemption.grant;
     if (code.clientId !== client.clientId || code.redirectUri !== form.get('redirect_uri')) {
       throw new OAuthFailure(
         400,
@@ -189,22 +333,48 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     if (!verifier || !constantTimeEqual(challenge, code.codeChallenge)) {
       throw new OAuthFailure(400, 'invalid_grant', 'PKCE verification failed');
     }
-    return userTokens(client, code.userId, code.scope);
+    if (!isActiveUser(users, code.userId)) {
+      throw new OAuthFailure(400, 'invalid_grant', 'The user is no longer active');
+    }
+    const resource = grantResource(client, form, code.resource);
+    const scopes = narrowToUser(client, code.userId, splitScope(code.scope), resource);
+    return userTokens(client, code.userId, scopes, code.grantId, resource);
   };
 
-  const refresh = async (client: Application, form: URLSearchParams) => {
+  /**
+   * Rotation on every use. The token is validated first and rotated last, so a refused request
+   * never burns a good token; presenting an already rotated token revokes its whole family.
+   * Every refresh re-checks the user and narrows the scopes to what their roles allow now.
+   */
+  const refresh = async (request: FastifyRequest, client: Application, form: URLSearchParams) => {
     requireGrant(client, 'refresh_token');
-    const grant = grants.consumeRefreshToken(form.get('refresh_token') ?? '');
-    if (!grant || grant.clientId !== client.clientId) {
+    const presented = form.get('refresh_token') ?? '';
+    const grant = grants.findRefreshToken(presented);
+    if (!grant) {
+      if (grants.rotateRefreshToken(presented).outcome === 'reused') {
+        request.log.warn({ clientId: client.clientId }, 'refresh token reused; family revoked');
+      }
       throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
+    }
+    if (grant.clientId !== client.clientId) {
+      throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
+    }
+    if (!isActiveUser(users, grant.userId)) {
+      grants.revokeFamily(grant.familyId);
+      throw new OAuthFailure(400, 'invalid_grant', 'The user is no longer active');
     }
     const requested = form.get('scope');
     const granted = splitScope(grant.scope);
-    const scopes = requested === null ? granted : splitScope(requested);
-    if (!scopes.every((s) => granted.includes(s))) {
+    const asked = requested === null ? granted : splitScope(requested);
+    if (!asked.every((s) => granted.includes(s))) {
       throw new OAuthFailure(400, 'invalid_scope', 'The requested scope exceeds the granted scope');
     }
-    return userTokens(client, grant.userId, scopes.join(' '));
+    const resource = grantResource(client, form, grant.resource);
+    const scopes = narrowToUser(client, grant.userId, asked, resource);
+    if (grants.rotateRefreshToken(presented).outcome !== 'rotated') {
+      throw new OAuthFailure(400, 'invalid_grant', 'The refresh token is invalid or expired');
+    }
+    return userTokens(client, grant.userId, scopes, grant.familyId, resource);
   };
 
   app.post('/oauth2/revoke', async (request, reply) => {
@@ -243,42 +413,43 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     return { active: false };
   });
 
-  app.post('/oauth2/register', async (request, reply) => {
-    const body = readRegistration(request);
-    const redirectUris = body.redirect_uris;
-    if (!Array.isArray(redirectUris) || redirectUris.length === 0) {
-      return oauthError(reply, 400, 'invalid_redirect_uri', 'redirect_uris is required');
-    }
-    if (!redirectUris.every((u) => typeof u === 'string' && isAllowedRedirect(u))) {
+  const registrationsPerIp = new FixedWindowThrottle({
+    limit: limits.registrationsPerIpPerHour,
+    windowMs: 3_600_000,
+    clock,
+  });
+  app.post('/oauth2/register', { bodyLimit: MAX_REGISTRATION_BYTES }, async (request, reply) => {
+    // Counted before any work, so parallel requests cannot all slip under the limit.
+    const decision = registrationsPerIp.reserve(request.ip);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
       return oauthError(
         reply,
-        400,
-        'invalid_redirect_uri',
-        'Redirect URIs must be https or loopback http',
+        429,
+        'too_many_requests',
+        'Too many client registrations from this address; try again later.',
       );
     }
-    const method = body.token_endpoint_auth_method ?? 'none';
-    if (method !== 'none') {
+    const read = readClientMetadata(readRegistration(request));
+    if (!read.ok) return oauthError(reply, 400, read.problem.error, read.problem.description);
+    if (apps.countDynamic() >= limits.maxDynamicClients) {
       return oauthError(
         reply,
-        400,
-        'invalid_client_metadata',
-        'Only public clients (token_endpoint_auth_method none) may register',
+        503,
+        'temporarily_unavailable',
+        'The server holds too many registered clients; try again later.',
       );
     }
-    const requested = typeof body.scope === 'string' ? splitScope(body.scope) : options.knownScopes;
-    const scopes = intersect(requested, options.knownScopes);
-    const name =
-      typeof body.client_name === 'string' && body.client_name.trim()
-        ? body.client_name
-        : 'Dynamic client';
+    const { metadata } = read;
+    const requested =
+      metadata.scope === undefined ? options.knownScopes : splitScope(metadata.scope);
     const { app: registered } = await apps.create({
-      name,
+      name: metadata.name,
       public: true,
       dynamic: true,
       grantTypes: ['authorization_code', 'refresh_token'],
-      scopes,
-      redirectUris: redirectUris as string[],
+      scopes: intersect(requested, options.knownScopes),
+      redirectUris: metadata.redirectUris,
     });
     return reply
       .code(201)
@@ -296,14 +467,20 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
   });
 
   /** Validates an authorize request; failures are shown, never redirected (open redirects). */
-  const validateAuthorize = (params: Record<string, string>): Application => {
+  const validateAuthorize = (params: Record<string, string>, repeated: string[]): Application => {
+    const once = repeated.filter((name) => name !== 'resource');
+    if (once.length) throw new AuthorizeError(`The parameter ${once[0]} must be given once.`);
     const client = apps.get(params.client_id ?? '');
     if (!client?.grantTypes.includes('authorization_code')) {
       throw new AuthorizeError(
         'Unknown client or the client may not use the authorization code flow.',
       );
     }
-    if (!redirectAllowed(client, params.redirect_uri ?? '')) {
+    const redirectUri = params.redirect_uri ?? '';
+    if (
+      client.redirectUris.length === 0 ||
+      !isRedirectUriAllowed(client.redirectUris, redirectUri)
+    ) {
       throw new AuthorizeError('The redirect_uri is not registered for this client.');
     }
     if (params.response_type !== 'code') throw new AuthorizeError('response_type must be code.');
@@ -311,8 +488,36 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     if (params.code_challenge_method !== 'S256') {
       throw new AuthorizeError('code_challenge_method must be S256.');
     }
+    if (repeated.includes('resource')) {
+      throw new AuthorizeError('Only one resource may be requested', 'invalid_target');
+    }
+    if (params.resource !== undefined) {
+      try {
+        resolveResource(client, [params.resource], 'user');
+      } catch (error) {
+        if (error instanceof OAuthFailure) throw new AuthorizeError(error.description, error.error);
+        throw error;
+      }
+    }
     return client;
   };
+
+  const loginWindowMs = limits.loginWindowSeconds * 1000;
+  const loginsPerAccount = new FixedWindowThrottle({
+    limit: limits.loginAttemptsPerAccount,
+    windowMs: loginWindowMs,
+    clock,
+  });
+  const loginsPerIp = new FixedWindowThrottle({
+    limit: limits.loginAttemptsPerIp,
+    windowMs: loginWindowMs,
+    clock,
+  });
+  const formsPerIp = new FixedWindowThrottle({
+    limit: limits.authorizeRequestsPerIpPerMinute,
+    windowMs: 60_000,
+    clock,
+  });
 
   const showLogin = (
     reply: FastifyReply,
@@ -322,7 +527,12 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     error?: string,
     userName?: string,
   ) => {
-    const csrf = randomToken(24);
+    const csrf = transactions.open(params);
+    if (!csrf) {
+      return setHtmlSecurityHeaders(reply.code(503)).send(
+        errorPage('Too many sign-ins are in progress. Try again later.'),
+      );
+    }
     const secure = options.secureCookies ? '; Secure' : '';
     reply.header(
       'set-cookie',
@@ -340,37 +550,89 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
     );
   };
 
+  /**
+   * Errors found before client and redirect URI are known good are shown, never redirected
+   * (open redirects); later ones go back to the client (RFC 6749 §4.1.2.1).
+   */
+  const authorizeFailure = (
+    reply: FastifyReply,
+    params: Record<string, string>,
+    error: AuthorizeError,
+  ) => {
+    if (!error.error) return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
+    const target = new URL(params.redirect_uri!);
+    target.searchParams.set('error', error.error);
+    target.searchParams.set('error_description', error.message);
+    if (params.state !== undefined) target.searchParams.set('state', params.state);
+    target.searchParams.set('iss', tokens.issuer);
+    return reply.header('cache-control', 'no-store').redirect(target.toString(), 302);
+  };
+
   app.get('/oauth2/authorize', async (request, reply) => {
-    const params = pickAuthorizeParams(request.query as Record<string, unknown>);
+    // Each rendered form holds a transaction: one address cannot fill the table.
+    const decision = formsPerIp.reserve(request.ip);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
+      return setHtmlSecurityHeaders(reply.code(429)).send(
+        errorPage('Too many sign-in requests from your address. Try again in a minute.'),
+      );
+    }
+    const { params, repeated } = pickAuthorizeParams(request.query as Record<string, unknown>);
     try {
-      return showLogin(reply, validateAuthorize(params), params);
+      return showLogin(reply, validateAuthorize(params, repeated), params);
     } catch (error) {
-      if (error instanceof AuthorizeError) {
-        return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
-      }
+      if (error instanceof AuthorizeError) return authorizeFailure(reply, params, error);
       throw error;
     }
   });
 
-  app.post('/oauth2/authorize', async (request, reply) => {
+  app.post('/oauth2/authorize', { bodyLimit: MAX_LOGIN_FORM_BYTES }, async (request, reply) => {
+    // Every refused form renders a new one (a transaction row): bounded per address too.
+    const formDecision = formsPerIp.reserve(request.ip);
+    if (!formDecision.allowed) {
+      reply.header('retry-after', String(formDecision.retryAfterSeconds));
+      return setHtmlSecurityHeaders(reply.code(429)).send(
+        errorPage('Too many sign-in requests from your address. Try again in a minute.'),
+      );
+    }
     const form = readForm(request);
-    const params = pickAuthorizeParams(Object.fromEntries(form));
+    const { params, repeated } = pickAuthorizeParams(formFields(form));
     let client: Application;
     try {
-      client = validateAuthorize(params);
+      client = validateAuthorize(params, repeated);
     } catch (error) {
-      if (error instanceof AuthorizeError) {
-        return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
-      }
+      if (error instanceof AuthorizeError) return authorizeFailure(reply, params, error);
       throw error;
     }
+    // The token must be this browser's (cookie) and name a live, unused transaction made for
+    // exactly these parameters; it is spent either way.
     const cookie = readCookie(request, CSRF_COOKIE);
     const csrf = form.get('csrf_token') ?? '';
-    if (!cookie || !csrf || !constantTimeEqual(cookie, csrf)) {
+    const live = csrf !== '' && transactions.consume(csrf, params);
+    if (!live || !cookie || !constantTimeEqual(cookie, csrf)) {
       return showLogin(reply, client, params, 400, 'Your session expired. Please sign in again.');
     }
     const userName = form.get('username') ?? '';
+    // Reserved before the password is checked, so concurrent guesses are counted too; a
+    // successful sign-in gives its attempt back.
+    const attempt: [FixedWindowThrottle, string][] = [
+      [loginsPerAccount, userName.toLowerCase()],
+      [loginsPerIp, request.ip],
+    ];
+    const decision = reserveAll(attempt);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
+      return showLogin(
+        reply,
+        client,
+        params,
+        429,
+        'Too many failed sign-in attempts. Wait a few minutes and try again.',
+        userName,
+      );
+    }
     const userId = await users.verifyPassword(userName, form.get('password') ?? '');
+    if (userId) for (const [throttle, key] of attempt) throttle.release(key);
     if (!userId) {
       return showLogin(
         reply,
@@ -381,16 +643,15 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
         userName,
       );
     }
-    const allowed = new Set([...roles.permissionsOfUser(userId), 'internal_login']);
-    const scope = intersect(splitScope(params.scope ?? ''), client.scopes)
-      .filter((s) => allowed.has(s))
-      .join(' ');
+    const resource = resolveResource(client, params.resource ? [params.resource] : [], 'user');
+    const scope = narrowToUser(client, userId, splitScope(params.scope ?? ''), resource).join(' ');
     const code = grants.issueCode({
       clientId: client.clientId,
       userId,
       redirectUri: params.redirect_uri!,
       codeChallenge: params.code_challenge!,
       scope,
+      ...(resource ? { resource: resource.identifier } : {}),
     });
     const target = new URL(params.redirect_uri!);
     target.searchParams.set('code', code);
@@ -400,15 +661,42 @@ export async function oauthRoutes(app: FastifyInstance, options: OAuthRouteOptio
   });
 }
 
-class AuthorizeError extends Error {}
+/** An authorize request that cannot go on; with an `error` code, the client is told by redirect. */
+class AuthorizeError extends Error {
+  constructor(
+    message: string,
+    readonly error?: string,
+  ) {
+    super(message);
+  }
+}
 
-function pickAuthorizeParams(source: Record<string, unknown>): Record<string, string> {
+/**
+ * The authorize parameters, each given at most once (RFC 6749 §3.1); `repeated` names those
+ * given more than once, which are left out.
+ */
+function pickAuthorizeParams(source: Record<string, unknown>): {
+  params: Record<string, string>;
+  repeated: string[];
+} {
   const params: Record<string, string> = {};
+  const repeated: string[] = [];
   for (const name of AUTHORIZE_PARAMS) {
     const value = source[name];
     if (typeof value === 'string') params[name] = value;
+    else if (Array.isArray(value)) repeated.push(name);
   }
-  return params;
+  return { params, repeated };
+}
+
+/** The form's fields, repeated ones as arrays (as the query string parser gives them). */
+function formFields(form: URLSearchParams): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const name of new Set(form.keys())) {
+    const values = form.getAll(name);
+    fields[name] = values.length > 1 ? values : values[0];
+  }
+  return fields;
 }
 
 function readForm(request: FastifyRequest): URLSearchParams {
@@ -488,41 +776,6 @@ function splitScope(scope: string | null | undefined): string[] {
 function intersect(requested: readonly string[], allowed: readonly string[]): string[] {
   const set = new Set(allowed);
   return requested.filter((s) => set.has(s));
-}
-
-function isLoopback(url: URL): boolean {
-  return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-}
-
-function isAllowedRedirect(value: string): boolean {
-  try {
-    const url = new URL(value);
-    if (url.hash) return false;
-    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url));
-  } catch {
-    return false;
-  }
-}
-
-/** Exact match, except that loopback redirect URIs may use any port (RFC 8252 §7.3). */
-function redirectAllowed(client: Application, value: string): boolean {
-  if (client.redirectUris.includes(value)) return true;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return false;
-  }
-  if (url.protocol !== 'http:' || !isLoopback(url)) return false;
-  return client.redirectUris.some((registered) => {
-    try {
-      const r = new URL(registered);
-      r.port = url.port;
-      return r.protocol === 'http:' && isLoopback(r) && r.toString() === url.toString();
-    } catch {
-      return false;
-    }
-  });
 }
 
 function readCookie(request: FastifyRequest, name: string): string | undefined {

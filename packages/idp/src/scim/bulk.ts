@@ -113,8 +113,9 @@ async function runOperation(
     if (!access.granted && !access.scopes.has(scope)) throw forbidden();
     const data = resolveReferences(operation.data, created);
     const id = idOf(operation.path, created);
-    // Inside a bulk request, role operations were authorized by the bulk scopes above.
-    const roleAccess: Access = { granted: true, scopes: access.scopes };
+    // Inside a bulk request, role operations were authorized by the bulk scopes above; what
+    // they grant is still limited to what the caller holds.
+    const roleAccess: Access = { ...access, granted: true };
     switch (`${operation.method} ${operation.resource}`) {
       case 'POST Users':
         return await service.createUser('user', data);
@@ -127,9 +128,9 @@ async function runOperation(
       case 'POST Groups':
         return service.createGroup(data);
       case 'PUT Groups':
-        return service.replaceGroup(id, data);
+        return service.replaceGroup(id, data, access);
       case 'PATCH Groups':
-        return service.patchGroup(id, data);
+        return service.patchGroup(id, data, access);
       case 'DELETE Groups':
         return service.deleteGroup(id);
       case 'POST Roles':

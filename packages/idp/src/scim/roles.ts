@@ -145,7 +145,7 @@ export class RoleStore {
     };
   }
 
-  list(tree: FilterTree | undefined): RoleRecord[] {
+  list(tree?: FilterTree): RoleRecord[] {
     const ids = this.db.prepare('SELECT id FROM roles ORDER BY rowid').all() as { id: string }[];
     const roles = ids.map(({ id }) => this.find(id)!);
     if (!tree) return roles;

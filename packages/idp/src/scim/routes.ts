@@ -16,9 +16,11 @@ import {
   VALVE_CONTENT_TYPE,
   valveErrorBody,
 } from './errors.js';
+import { assertSelfServicePatch, selfServiceReplacement } from './me.js';
+import { readPatchOperations } from './patch.js';
 import { projectBody, readProjection } from './projection.js';
 import type { Locations, RoleApi } from './render.js';
-import { decideAccess, findAccessRule } from './scopes.js';
+import { type AccessRule, decideAccess, findAccessRule } from './scopes.js';
 import { type Access, type ListQuery, type ScimResponse, ScimService } from './service.js';
 import { CORE_USER_ATTRIBUTES } from './user-schema.js';
 import type { UserKind } from './users.js';
@@ -27,6 +29,8 @@ export type ScimRouteOptions = {
   service: ScimService;
   tokens: TokenService;
   locations: Locations;
+  /** What the token's subject holds now (a user's role permissions, an application's scopes). */
+  heldScopes: (claims: AccessTokenClaims) => ReadonlySet<string>;
 };
 
 type RequestAccess = Access & { claims?: AccessTokenClaims };
@@ -42,32 +46,39 @@ const ACCEPTED_INPUT = new Set([
 
 /** Registers /scim2 (as a prefix plugin): the access valve, the resources and discovery. */
 export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
-  const { service, tokens, locations } = options;
+  const { service, tokens, locations, heldScopes } = options;
   const access = new WeakMap<FastifyRequest, RequestAccess>();
   app.addHook('onClose', async () => service.users.close());
 
   app.addHook('onRequest', async (request, reply) => {
-    const path = request.url.split('?')[0]!;
-    const rule = findAccessRule(request.method, path);
+    // Decided on the route the router matched (the one that will serve the request), never on
+    // the raw URL. A matched route without a rule is refused; a request that matched no route
+    // gets the SCIM 404, and only with a valid token.
+    const rule = request.is404
+      ? NOT_FOUND_RULE
+      : findAccessRule(request.method, request.routeOptions.url ?? '');
+    if (!rule) return valveError(reply, 403);
     if (!rule.secured) return;
     const header = request.headers.authorization ?? '';
     const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
     const claims = token ? await tokens.verify(token) : undefined;
     if (!claims) {
-      return reply
-        .code(401)
-        .header('content-type', VALVE_CONTENT_TYPE)
-        .header('www-authenticate', `Bearer realm="${request.hostname}"`)
-        .send(JSON.stringify(valveErrorBody(401)));
+      reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
+      return valveError(reply, 401);
     }
     const decision = decideAccess(rule, new Set(claims.scope.split(' ').filter(Boolean)));
-    if (!decision.allowed) {
-      return reply
-        .code(403)
-        .header('content-type', VALVE_CONTENT_TYPE)
-        .send(JSON.stringify(valveErrorBody(403)));
-    }
-    access.set(request, { granted: decision.granted, scopes: decision.scopes, claims });
+    if (!decision.allowed) return valveError(reply, 403);
+    // Read from the database only by the writes that grant something.
+    let held: ReadonlySet<string> | undefined;
+    access.set(request, {
+      granted: decision.granted,
+      scopes: decision.scopes,
+      get held() {
+        held ??= heldScopes(claims);
+        return held;
+      },
+      claims,
+    });
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -85,7 +96,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   );
 
   const accessOf = (request: FastifyRequest): RequestAccess =>
-    access.get(request) ?? { granted: false, scopes: new Set() };
+    access.get(request) ?? { granted: false, scopes: new Set(), held: new Set() };
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
   const listQuery = (request: FastifyRequest): ListQuery => {
     const q = request.query as Record<string, unknown>;
@@ -153,10 +164,10 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     sendScim(reply, projected(listQuery(request), service.getGroup(idOf(request)))),
   );
   app.put('/Groups/:id', async (request, reply) =>
-    sendScim(reply, service.replaceGroup(idOf(request), readJson(request))),
+    sendScim(reply, service.replaceGroup(idOf(request), readJson(request), accessOf(request))),
   );
   app.patch('/Groups/:id', async (request, reply) =>
-    sendScim(reply, service.patchGroup(idOf(request), readJson(request))),
+    sendScim(reply, service.patchGroup(idOf(request), readJson(request), accessOf(request))),
   );
   app.delete('/Groups/:id', async (request, reply) =>
     sendScim(reply, service.deleteGroup(idOf(request))),
@@ -206,12 +217,20 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     return subject;
   };
   app.get('/Me', async (request, reply) => sendScim(reply, service.getUser('user', meId(request))));
-  app.put('/Me', async (request, reply) =>
-    sendScim(reply, await service.replaceUser('user', meId(request), readJson(request))),
-  );
-  app.patch('/Me', async (request, reply) =>
-    sendScim(reply, await service.patchUser('user', meId(request), readJson(request))),
-  );
+  // Administrative attributes are read-only through /Me: a PUT keeps the stored ones, a
+  // PATCH touching one is refused.
+  app.put('/Me', async (request, reply) => {
+    const id = meId(request);
+    const { id: _id, meta: _meta, ...stored } = service.users.get('user', id);
+    const body = selfServiceReplacement(readJson(request), stored);
+    return sendScim(reply, await service.replaceUser('user', id, body));
+  });
+  app.patch('/Me', async (request, reply) => {
+    const id = meId(request);
+    const body = readJson(request);
+    assertSelfServicePatch(readPatchOperations(body));
+    return sendScim(reply, await service.patchUser('user', id, body));
+  });
 
   const discovery = (path: string, read: (request: FastifyRequest) => Json | undefined) => {
     app.get(path, async (request, reply) => {
@@ -237,6 +256,17 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   discovery('/ResourceTypes/:id', (request) => resourceType(locations, idOf(request)));
   discovery('/Schemas', () => schemas(userSchema(), CORE_USER_ATTRIBUTES));
   discovery('/Schemas/:id', (request) => schema(userSchema(), CORE_USER_ATTRIBUTES, idOf(request)));
+}
+
+/** Requests that matched no route: a valid token, then the SCIM 404. */
+const NOT_FOUND_RULE: AccessRule = { route: '', methods: [], scopes: [], secured: true };
+
+/** WSO2's valve answers (plain JSON, numeric status). */
+function valveError(reply: FastifyReply, status: 401 | 403): FastifyReply {
+  return reply
+    .code(status)
+    .header('content-type', VALVE_CONTENT_TYPE)
+    .send(JSON.stringify(valveErrorBody(status)));
 }
 
 function sendScim(reply: FastifyReply, response: ScimResponse): FastifyReply {

@@ -1,29 +1,28 @@
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
- * One entry of WSO2's resource access control table (research §1.2).
- * `scopes: []` means any valid token; `secured: false` means no token at all.
+ * The access rule of one SCIM route, after WSO2's resource access control table
+ * (`resource-access-control-v2.xml`). `scopes: []` means any valid token; `secured: false`
+ * means no token at all.
  */
 export type AccessRule = {
-  methods: readonly Method[] | 'any';
-  path: RegExp;
+  /** The route pattern as registered with Fastify, e.g. `/scim2/Users/:id`. */
+  route: string;
+  methods: readonly Method[];
   scopes: readonly string[];
   secured: boolean;
   /** Operation scopes: holding any of them lets the request in, to be checked per operation. */
   operationScopes?: readonly string[];
 };
 
-const ID = '[^/]+';
-const ALL: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
-
 const rule = (
-  methods: AccessRule['methods'],
-  path: string,
+  methods: readonly Method[],
+  route: string,
   scopes: readonly string[],
   extra: Partial<Pick<AccessRule, 'secured' | 'operationScopes'>> = {},
 ): AccessRule => ({
+  route,
   methods,
-  path: new RegExp(`^${path}$`),
   scopes,
   secured: extra.secured ?? true,
   ...(extra.operationScopes ? { operationScopes: extra.operationScopes } : {}),
@@ -47,59 +46,76 @@ export const BULK_OPERATION_SCOPES = [
   'internal_bulk_role_delete',
 ] as const;
 
-const roleOps = Object.values(ROLE_OPERATION_SCOPES);
+/**
+ * Granting permissions the caller does not hold (through a role's permissions, users or groups,
+ * or a group that carries roles) needs the role-management scope of the change, whichever
+ * endpoint does it.
+ */
+export const ROLE_MANAGEMENT_SCOPES = {
+  create: 'internal_role_mgt_create',
+  update: 'internal_role_mgt_update',
+} as const;
 
-/** In file order; the first entry whose method and path match decides (research §1.2). */
+const roleOps = Object.values(ROLE_OPERATION_SCOPES);
+const DISCOVERY_METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * One rule per route the SCIM plugin registers, keyed by the route pattern the router matched,
+ * never by the raw URL: a percent-encoded or otherwise disguised path resolves to the route
+ * that serves it, and so to that route's rule. A route without a rule is refused.
+ */
 export const ACCESS_RULES: readonly AccessRule[] = [
-  rule(['POST'], '/scim2/Users/\\.search', ['internal_user_mgt_list']),
-  rule(['POST'], '/scim2/Users(.*)', ['internal_user_mgt_create']),
-  rule(['GET'], '/scim2/Users/?', ['internal_user_mgt_list']),
-  rule(['GET'], `/scim2/Users/${ID}`, ['internal_user_mgt_view']),
-  rule(['PUT', 'PATCH'], `/scim2/Users/${ID}`, ['internal_user_mgt_update']),
-  rule(['DELETE'], `/scim2/Users/${ID}`, ['internal_user_mgt_delete']),
-  rule(['POST'], '/scim2/Groups/\\.search', ['internal_group_mgt_view']),
-  rule(['POST'], '/scim2/Groups/?', ['internal_group_mgt_create']),
-  rule(['GET'], '/scim2/Groups(/.*)?', ['internal_group_mgt_view']),
-  rule(['PUT', 'PATCH'], `/scim2/Groups/${ID}`, ['internal_group_mgt_update']),
-  rule(['DELETE'], `/scim2/Groups/${ID}`, ['internal_group_mgt_delete']),
-  rule(['POST'], '/scim2/v2/Roles/\\.search', ['internal_role_mgt_view']),
-  rule(['GET'], '/scim2/v2/Roles(.*)', ['internal_role_mgt_view']),
-  rule(['POST'], '/scim2/v2/Roles/?', ['internal_role_mgt_create'], { operationScopes: roleOps }),
-  rule(['PUT', 'PATCH'], `/scim2/v2/Roles/${ID}`, ['internal_role_mgt_update'], {
+  rule(['GET'], '/scim2/Users', ['internal_user_mgt_list']),
+  rule(['POST'], '/scim2/Users/.search', ['internal_user_mgt_list']),
+  rule(['POST'], '/scim2/Users', ['internal_user_mgt_create']),
+  rule(['GET'], '/scim2/Users/:id', ['internal_user_mgt_view']),
+  rule(['PUT', 'PATCH'], '/scim2/Users/:id', ['internal_user_mgt_update']),
+  rule(['DELETE'], '/scim2/Users/:id', ['internal_user_mgt_delete']),
+  rule(['GET'], '/scim2/Groups', ['internal_group_mgt_view']),
+  rule(['POST'], '/scim2/Groups/.search', ['internal_group_mgt_view']),
+  rule(['POST'], '/scim2/Groups', ['internal_group_mgt_create']),
+  rule(['GET'], '/scim2/Groups/:id', ['internal_group_mgt_view']),
+  rule(['PUT', 'PATCH'], '/scim2/Groups/:id', ['internal_group_mgt_update']),
+  rule(['DELETE'], '/scim2/Groups/:id', ['internal_group_mgt_delete']),
+  rule(['GET'], '/scim2/v2/Roles', ['internal_role_mgt_view']),
+  rule(['POST'], '/scim2/v2/Roles/.search', ['internal_role_mgt_view']),
+  rule(['POST'], '/scim2/v2/Roles', ['internal_role_mgt_create'], { operationScopes: roleOps }),
+  rule(['GET'], '/scim2/v2/Roles/:id', ['internal_role_mgt_view']),
+  rule(['PUT', 'PATCH'], '/scim2/v2/Roles/:id', ['internal_role_mgt_update'], {
     operationScopes: roleOps,
   }),
-  rule(['DELETE'], `/scim2/v2/Roles/${ID}`, ['internal_role_mgt_delete']),
-  rule(['POST'], '/scim2/Roles/\\.search', ['internal_role_mgt_view']),
-  rule(['GET'], '/scim2/Roles(/.*)?', ['internal_role_mgt_view']),
-  rule(['POST'], '/scim2/Roles/?', ['internal_role_mgt_create'], { operationScopes: roleOps }),
-  rule(['PUT', 'PATCH'], `/scim2/Roles/${ID}`, ['internal_role_mgt_update'], {
+  rule(['DELETE'], '/scim2/v2/Roles/:id', ['internal_role_mgt_delete']),
+  // Roles v1 serves the same roles under the same scopes.
+  rule(['GET'], '/scim2/Roles', ['internal_role_mgt_view']),
+  rule(['POST'], '/scim2/Roles/.search', ['internal_role_mgt_view']),
+  rule(['POST'], '/scim2/Roles', ['internal_role_mgt_create'], { operationScopes: roleOps }),
+  rule(['GET'], '/scim2/Roles/:id', ['internal_role_mgt_view']),
+  rule(['PUT', 'PATCH'], '/scim2/Roles/:id', ['internal_role_mgt_update'], {
     operationScopes: roleOps,
   }),
-  rule(['DELETE'], `/scim2/Roles/${ID}`, ['internal_role_mgt_delete']),
-  rule(['POST'], '/scim2/Agents/\\.search', ['internal_agent_mgt_list']),
-  rule(['GET'], '/scim2/Agents/?', ['internal_agent_mgt_list']),
-  rule(['POST'], '/scim2/Agents/?', ['internal_agent_mgt_create']),
-  rule(['GET'], `/scim2/Agents/${ID}`, ['internal_agent_mgt_view']),
-  rule(['PUT', 'PATCH'], `/scim2/Agents/${ID}`, ['internal_agent_mgt_update']),
-  rule(['DELETE'], `/scim2/Agents/${ID}`, ['internal_agent_mgt_delete']),
-  rule(['POST'], '/scim2/Bulk(.*)', ['internal_bulk_resource_create'], {
+  rule(['DELETE'], '/scim2/Roles/:id', ['internal_role_mgt_delete']),
+  rule(['GET'], '/scim2/Agents', ['internal_agent_mgt_list']),
+  rule(['POST'], '/scim2/Agents/.search', ['internal_agent_mgt_list']),
+  rule(['POST'], '/scim2/Agents', ['internal_agent_mgt_create']),
+  rule(['GET'], '/scim2/Agents/:id', ['internal_agent_mgt_view']),
+  rule(['PUT', 'PATCH'], '/scim2/Agents/:id', ['internal_agent_mgt_update']),
+  rule(['DELETE'], '/scim2/Agents/:id', ['internal_agent_mgt_delete']),
+  rule(['POST'], '/scim2/Bulk', ['internal_bulk_resource_create'], {
     operationScopes: BULK_OPERATION_SCOPES,
   }),
-  rule('any', '/scim2/ServiceProviderConfig(.*)', [], { secured: false }),
-  rule('any', '/scim2/ResourceTypes(.*)', [], { secured: false }),
-  rule('any', '/scim2/Schemas(.*)', []),
+  // Discovery: writes are answered 405 by the routes, under the same access as reads.
+  ...['/scim2/ServiceProviderConfig', '/scim2/ResourceTypes', '/scim2/ResourceTypes/:id'].map(
+    (route) => rule(DISCOVERY_METHODS, route, [], { secured: false }),
+  ),
+  ...['/scim2/Schemas', '/scim2/Schemas/:id'].map((route) => rule(DISCOVERY_METHODS, route, [])),
   rule(['GET', 'PUT', 'PATCH'], '/scim2/Me', ['internal_login']),
 ];
 
-/** Paths not in the table still need a valid token (secure default). */
-const FALLBACK: AccessRule = rule(ALL, '.*', []);
-
-export function findAccessRule(method: string, path: string): AccessRule {
-  return (
-    ACCESS_RULES.find(
-      (r) => (r.methods === 'any' || r.methods.includes(method as Method)) && r.path.test(path),
-    ) ?? FALLBACK
-  );
+/** The rule of the route the router matched; undefined (refused) when the route has none. */
+export function findAccessRule(method: string, route: string): AccessRule | undefined {
+  // Fastify answers HEAD with the GET handler: same data, same rule.
+  const asked = (method === 'HEAD' ? 'GET' : method) as Method;
+  return ACCESS_RULES.find((r) => r.route === route && r.methods.includes(asked));
 }
 
 /** Every scope the IdP knows about: what apps may be authorized for and roles may grant. */

@@ -12,6 +12,13 @@ import {
 import { type GroupStore, groupFilterKey, groupValuePath } from './groups.js';
 import { readPatchOperations } from './patch.js';
 import {
+  assertMayGrant,
+  groupWriteAddsMembers,
+  permissionsGrantedByRolePatch,
+  permissionsOfGroup,
+  permissionsOfRoleBody,
+} from './privileges.js';
+import {
   type Locations,
   listResponse,
   type RoleApi,
@@ -29,7 +36,12 @@ type Json = Record<string, unknown>;
 export type ScimResponse = { status: number; body?: Json; location?: string };
 
 /** What the valve decided for the request: operation scopes are checked when not `granted`. */
-export type Access = { granted: boolean; scopes: ReadonlySet<string> };
+export type Access = {
+  granted: boolean;
+  scopes: ReadonlySet<string>;
+  /** What the caller holds and so may hand out: a user's role permissions, an application's scopes. */
+  held: ReadonlySet<string>;
+};
 
 export type ListQuery = {
   filter?: unknown;
@@ -138,12 +150,18 @@ export class ScimService {
     return this.groupResponse(this.groups.get(id));
   }
 
-  replaceGroup(id: string, body: unknown): ScimResponse {
+  replaceGroup(id: string, body: unknown, access: Access): ScimResponse {
+    if (groupWriteAddsMembers(body))
+      assertMayGrant(access, permissionsOfGroup(this.roles, id), 'update');
     return this.groupResponse(this.groups.replace(id, body));
   }
 
-  patchGroup(id: string, body: unknown): ScimResponse {
-    return this.groupResponse(this.groups.patch(id, readPatchOperations(body)));
+  patchGroup(id: string, body: unknown, access: Access): ScimResponse {
+    const operations = readPatchOperations(body);
+    if (groupWriteAddsMembers(operations)) {
+      assertMayGrant(access, permissionsOfGroup(this.roles, id), 'update');
+    }
+    return this.groupResponse(this.groups.patch(id, operations));
   }
 
   deleteGroup(id: string): ScimResponse {
@@ -170,6 +188,7 @@ export class ScimService {
 
   createRole(body: unknown, access: Access, api: RoleApi = 'v2'): ScimResponse {
     checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
+    assertMayGrant(access, permissionsOfRoleBody(body), 'create');
     const role = this.roles.create(body);
     return {
       status: 201,
@@ -184,12 +203,15 @@ export class ScimService {
 
   replaceRole(id: string, body: unknown, access: Access, api: RoleApi = 'v2'): ScimResponse {
     checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
+    assertMayGrant(access, permissionsOfRoleBody(body), 'update');
     return this.roleResponse(this.roles.replace(id, body), api);
   }
 
   patchRole(id: string, body: unknown, access: Access, api: RoleApi = 'v2'): ScimResponse {
     const operations = readPatchOperations(body);
     checkRoleOperationScopes(RoleStore.sectionsOfPatch(operations), access);
+    const granted = permissionsGrantedByRolePatch(this.roles.find(id), operations);
+    assertMayGrant(access, granted, 'update');
     return this.roleResponse(this.roles.patch(id, operations), api);
   }
 

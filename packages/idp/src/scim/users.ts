@@ -67,6 +67,7 @@ export class UserStore {
   private readonly counts = new Map<string, number>();
   private countsVersion = -1;
   private worker: SearchWorker | undefined;
+  private dummyHash: Promise<string> | undefined;
 
   constructor(
     private readonly db: Db,
@@ -331,15 +332,25 @@ export class UserStore {
     return row ? { id: row.id, userName: row.user_name, kind: row.kind } : undefined;
   }
 
-  /** The user's id when `password` matches (login form). */
-  async verifyPassword(userName: string, password: string): Promise<string | undefined> {
+  /**
+   * The user's id when `password` matches (login form). An unknown, password-less or disabled
+   * user costs the same scrypt check against a dummy hash, so timing does not tell them apart.
+   */
+  async verifyPassword(
+    userName: string,
+    password: string,
+    verify: (secret: string, stored: string) => Promise<boolean> = verifySecret,
+  ): Promise<string | undefined> {
     const row = this.db
       .prepare("SELECT id, password_hash FROM users WHERE user_name_lc = ? AND kind = 'user'")
       .get(userName.toLowerCase()) as { id: string; password_hash: string | null } | undefined;
-    if (!row?.password_hash) return undefined;
-    const doc = this.getRow('user', row.id);
-    if (doc?.active === false) return undefined;
-    return (await verifySecret(password, row.password_hash)) ? row.id : undefined;
+    const usable = row?.password_hash && this.getRow('user', row.id)?.active !== false;
+    if (!usable) {
+      this.dummyHash ??= hashSecret(randomUUID());
+      await verify(password, await this.dummyHash);
+      return undefined;
+    }
+    return (await verify(password, row.password_hash!)) ? row.id : undefined;
   }
 
   /** Inserts many users in one transaction without passwords (benchmark seeding). */

@@ -1,17 +1,24 @@
-import { randomToken, sha256Base64Url } from '@mcp-identity/common';
+import {
+  FixedWindowThrottle,
+  isRedirectUriAllowed,
+  randomToken,
+  reserveAll,
+  sha256Base64Url,
+} from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ClientDisplay } from '../client-metadata.js';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
 import { renderErrorPage, renderLoginPage, sendHtml } from '../html.js';
 import type { LoginFailureReason } from '../options.js';
 import { CODE_TTL_MS, SCOPE, TRANSACTION_TTL_MS } from '../options.js';
 import { isS256Challenge } from '../pkce.js';
-import { WindowCounter } from '../rate-limit.js';
-import { isRedirectUriAllowed } from '../redirect-uris.js';
 
 /** The validated authorize parameters (spec §2.6). */
 interface AuthorizeRequest {
   clientId: string;
+  /** What the client registered about itself, shown on the login page. */
+  display: ClientDisplay;
   redirectUri: string;
   codeChallenge: string;
   state: string;
@@ -81,6 +88,11 @@ async function validateAuthorize(
     ok: true,
     value: {
       clientId: p.client_id,
+      display: {
+        clientName: client.clientName,
+        logoUri: client.logoUri,
+        clientUri: client.clientUri,
+      },
       redirectUri: p.redirect_uri,
       codeChallenge: p.code_challenge,
       state: p.state,
@@ -111,23 +123,32 @@ function loginFailureMessage(reason: LoginFailureReason): string {
 }
 
 export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext): void {
-  const throttleWindowMs = ctx.limits.loginThrottleWindowSeconds * 1000;
-  const accountFailures = new WindowCounter(
-    ctx.limits.loginFailuresPerAccount,
-    throttleWindowMs,
-    ctx.clock,
-  );
-  const ipFailures = new WindowCounter(ctx.limits.loginFailuresPerIp, throttleWindowMs, ctx.clock);
-
-  const perIp = new WindowCounter(ctx.limits.authorizeRequestsPerIpPerMinute, 60_000, ctx.clock);
+  const windowMs = ctx.limits.loginThrottleWindowSeconds * 1000;
+  const clock = ctx.clock;
+  const accountAttempts = new FixedWindowThrottle({
+    limit: ctx.limits.loginFailuresPerAccount,
+    windowMs,
+    clock,
+  });
+  const ipAttempts = new FixedWindowThrottle({
+    limit: ctx.limits.loginFailuresPerIp,
+    windowMs,
+    clock,
+  });
+  const perIp = new FixedWindowThrottle({
+    limit: ctx.limits.authorizeRequestsPerIpPerMinute,
+    windowMs: 60_000,
+    clock,
+  });
 
   const invalidRequest = (reply: FastifyReply, message: string) =>
     sendHtml(reply, 400, renderErrorPage('Invalid authorization request', message));
 
   /** Bounds unauthenticated work: authorize requests per client IP. */
   function rateLimited(request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
-    if (perIp.hit(request.ip)) return undefined;
-    reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+    const decision = perIp.reserve(request.ip);
+    if (decision.allowed) return undefined;
+    reply.header('retry-after', String(decision.retryAfterSeconds));
     return sendHtml(
       reply,
       429,
@@ -172,16 +193,19 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     if (request.scope !== undefined) hidden.push(['scope', request.scope]);
     if (request.resource !== undefined) hidden.push(['resource', request.resource]);
     hidden.push(['csrf_token', csrfToken]);
+    const logo = request.display.logoUri;
     return sendHtml(
       reply,
       status,
       renderLoginPage({
         applicationName: ctx.applicationName,
         clientId: request.clientId,
+        ...request.display,
         redirectHost: redirectHost(request.redirectUri),
         hidden,
         ...extra,
       }),
+      { imageOrigins: logo === undefined ? [] : [new URL(logo).origin] },
     );
   }
 
@@ -244,7 +268,14 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
       return showLoginForm(reply, authorize, 200, { error: 'Enter your e-mail and password.' });
     }
     const account = email.value.trim().toLowerCase();
-    if (accountFailures.isExceeded(account) || ipFailures.isExceeded(request.ip)) {
+    // The attempt counts before the slow password check, so concurrent guesses cannot all be
+    // evaluated; only a success or a failure of the host's own gives it back.
+    const attempt = reserveAll([
+      [accountAttempts, account],
+      [ipAttempts, request.ip],
+    ]);
+    if (!attempt.allowed) {
+      reply.header('retry-after', String(attempt.retryAfterSeconds));
       return showLoginForm(reply, authorize, 429, {
         email: email.value,
         error: 'Too many failed sign-in attempts. Wait a few minutes and try again.',
@@ -254,6 +285,8 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     try {
       result = await ctx.login({ email: email.value, password: password.value });
     } catch (error) {
+      accountAttempts.release(account);
+      ipAttempts.release(request.ip);
       request.log.error({ err: error }, 'login hook failed');
       return showLoginForm(reply, authorize, 503, {
         email: email.value,
@@ -261,14 +294,13 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
       });
     }
     if (!result.ok) {
-      accountFailures.hit(account);
-      ipFailures.hit(request.ip);
       return showLoginForm(reply, authorize, 200, {
         email: email.value,
         error: loginFailureMessage(result.reason),
       });
     }
-    accountFailures.reset(account);
+    accountAttempts.reset(account);
+    ipAttempts.release(request.ip);
     const now = ctx.clock();
     await ctx.store.pruneExpired(now);
     const code = randomToken(32);

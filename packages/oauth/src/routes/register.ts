@@ -1,30 +1,39 @@
-import { oauthError, randomToken } from '@mcp-identity/common';
+import {
+  FixedWindowThrottle,
+  MAX_REDIRECT_URIS,
+  oauthError,
+  randomToken,
+  redirectUriProblem,
+} from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { readClientDisplay } from '../client-metadata.js';
 import type { ServerContext } from '../context.js';
 import { CLIENT_TTL_MS } from '../options.js';
-import { WindowCounter } from '../rate-limit.js';
-import { MAX_REDIRECT_URIS, redirectUriProblem } from '../redirect-uris.js';
 
 type RedirectUris = { ok: true; uris: string[] } | { ok: false; problem: string };
 
-/**
- * Spec §2.5: only `redirect_uris` is read, only from a JSON body that is an object whose
- * property is an array; empty and null entries are dropped. Anything else registers a
- * client without redirect URIs (registration "always" succeeds, spec §3).
- */
-function readRedirectUris(request: FastifyRequest): RedirectUris {
+/** The registration body when it is a JSON object sent as JSON; otherwise an empty one. */
+function readBody(request: FastifyRequest): Record<string, unknown> {
   const contentType = request.headers['content-type'] ?? '';
-  if (!contentType.toLowerCase().includes('application/json')) return { ok: true, uris: [] };
+  if (!contentType.toLowerCase().includes('application/json')) return {};
   let body: unknown;
   try {
     body = JSON.parse(typeof request.body === 'string' ? request.body : '');
   } catch {
-    return { ok: true, uris: [] };
+    return {};
   }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    return { ok: true, uris: [] };
-  }
-  const raw = (body as { redirect_uris?: unknown }).redirect_uris;
+  return body !== null && typeof body === 'object' && !Array.isArray(body)
+    ? (body as Record<string, unknown>)
+    : {};
+}
+
+/**
+ * Spec §2.5: `redirect_uris` counts only as an array; empty and null entries are dropped.
+ * A body that is not a JSON object registers a client without redirect URIs (registration
+ * "always" succeeds, spec §3).
+ */
+function readRedirectUris(body: Record<string, unknown>): RedirectUris {
+  const raw = body.redirect_uris;
   if (!Array.isArray(raw)) return { ok: true, uris: [] };
   const uris: string[] = [];
   for (const entry of raw) {
@@ -44,7 +53,11 @@ export async function registerRegistrationRoute(
   app: FastifyInstance,
   ctx: ServerContext,
 ): Promise<void> {
-  const perIp = new WindowCounter(ctx.limits.registrationsPerIpPerHour, 3_600_000, ctx.clock);
+  const perIp = new FixedWindowThrottle({
+    limit: ctx.limits.registrationsPerIpPerHour,
+    windowMs: 3_600_000,
+    clock: ctx.clock,
+  });
   // Its own context: the body is read as text whatever the content type, so the spec's
   // "only when the content type contains application/json" rule is ours to apply.
   await app.register(async (scope) => {
@@ -53,8 +66,9 @@ export async function registerRegistrationRoute(
       done(null, body);
     });
     scope.post('/oauth/register', async (request, reply) => {
-      if (!perIp.hit(request.ip)) {
-        reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+      const decision = perIp.reserve(request.ip);
+      if (!decision.allowed) {
+        reply.header('retry-after', String(decision.retryAfterSeconds));
         return oauthError(
           reply,
           429,
@@ -62,7 +76,8 @@ export async function registerRegistrationRoute(
           'Too many client registrations from this address; try again later.',
         );
       }
-      const redirectUris = readRedirectUris(request);
+      const body = readBody(request);
+      const redirectUris = readRedirectUris(body);
       if (!redirectUris.ok) {
         return oauthError(reply, 400, 'invalid_redirect_uri', redirectUris.problem);
       }
@@ -77,11 +92,13 @@ export async function registerRegistrationRoute(
         );
       }
       const clientId = randomToken(32);
+      const display = readClientDisplay(body);
       await ctx.store.saveClient({
         clientId,
         redirectUris: redirectUris.uris,
         issuedAt: now,
         expiresAt: now + CLIENT_TTL_MS,
+        ...display,
       });
       return reply
         .code(200)
@@ -93,6 +110,9 @@ export async function registerRegistrationRoute(
           grant_types: ['authorization_code', 'refresh_token'],
           response_types: ['code'],
           redirect_uris: redirectUris.uris,
+          ...(display.clientName === undefined ? {} : { client_name: display.clientName }),
+          ...(display.logoUri === undefined ? {} : { logo_uri: display.logoUri }),
+          ...(display.clientUri === undefined ? {} : { client_uri: display.clientUri }),
         });
     });
   });

@@ -1,14 +1,28 @@
-import { oauthError, randomToken, sha256Base64Url } from '@mcp-identity/common';
+import {
+  FixedWindowThrottle,
+  oauthError,
+  randomToken,
+  sha256Base64Url,
+} from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
 import { verifyS256 } from '../pkce.js';
-import { WindowCounter } from '../rate-limit.js';
 
 export const INVALID_CODE = 'The authorization code is invalid or expired.';
 export const CODE_MISMATCH = 'The authorization code does not match the request.';
 export const PKCE_FAILED = 'PKCE verification failed.';
 export const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.';
+export const SUBJECT_GONE = 'The account behind this grant no longer has access.';
+
+/** The grant's scopes the subject may still have, in the grant's order (never more). */
+function narrowScope(granted: string, allowed: readonly string[]): string {
+  const permitted = new Set(allowed);
+  return granted
+    .split(' ')
+    .filter((scope) => scope !== '' && permitted.has(scope))
+    .join(' ');
+}
 
 type Params<K extends string> = { ok: true; values: Record<K, string> } | { ok: false };
 
@@ -24,7 +38,11 @@ function required<K extends string>(body: unknown, names: readonly K[]): Params<
 }
 
 export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): void {
-  const perIp = new WindowCounter(ctx.limits.tokenRequestsPerIpPerMinute, 60_000, ctx.clock);
+  const perIp = new FixedWindowThrottle({
+    limit: ctx.limits.tokenRequestsPerIpPerMinute,
+    windowMs: 60_000,
+    clock: ctx.clock,
+  });
 
   /** RFC 8707: a `resource` other than this server's MCP endpoint is refused before any state changes. */
   function resourceProblem(request: FastifyRequest, issuer: string): boolean {
@@ -52,6 +70,21 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
       refresh_token: refreshToken,
       scope: grant.scope,
     });
+  }
+
+  /**
+   * Every grant re-checks its subject (a removed account, a lost permission) and narrows its
+   * scope; undefined means the subject may not get tokens any more.
+   */
+  async function currentScope(grant: {
+    userId: string;
+    clientId: string;
+    scope: string;
+  }): Promise<string | undefined> {
+    const status = await ctx.checkSubject({ userId: grant.userId, clientId: grant.clientId });
+    if (!status.active) return undefined;
+    const scope = narrowScope(grant.scope, status.scopes);
+    return scope === '' ? undefined : scope;
   }
 
   function accessToken(issuer: string, grant: { userId: string; clientId: string; scope: string }) {
@@ -97,7 +130,9 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
     if (!verifyS256(code_verifier, entry.codeChallenge)) {
       return oauthError(reply, 400, 'invalid_grant', PKCE_FAILED);
     }
-    const grant = { userId: entry.userId, clientId: entry.clientId, scope: entry.scope };
+    const scope = await currentScope(entry);
+    if (scope === undefined) return oauthError(reply, 400, 'invalid_grant', SUBJECT_GONE);
+    const grant = { userId: entry.userId, clientId: entry.clientId, scope };
     const token = await accessToken(issuer, grant);
     return issueTokens(reply, { ...grant, familyId: entry.grantId }, token);
   }
@@ -142,17 +177,24 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
         'The refresh token was issued to another client.',
       );
     }
-    const token = await accessToken(issuer, entry);
+    const scope = await currentScope(entry);
+    if (scope === undefined) {
+      await ctx.store.revokeFamily(entry.familyId);
+      return oauthError(reply, 400, 'invalid_grant', SUBJECT_GONE);
+    }
+    const grant = { ...entry, scope };
+    const token = await accessToken(issuer, grant);
     const rotation = await ctx.store.rotateRefreshToken(tokenHash, now);
     if (rotation.outcome !== 'rotated') {
       return oauthError(reply, 400, 'invalid_grant', INVALID_REFRESH);
     }
-    return issueTokens(reply, entry, token);
+    return issueTokens(reply, grant, token);
   }
 
   app.post('/oauth/token', async (request, reply) => {
-    if (!perIp.hit(request.ip)) {
-      reply.header('retry-after', String(perIp.retryAfterSeconds(request.ip)));
+    const decision = perIp.reserve(request.ip);
+    if (!decision.allowed) {
+      reply.header('retry-after', String(decision.retryAfterSeconds));
       return oauthError(reply, 429, 'too_many_requests', 'Too many token requests; slow down.');
     }
     const contentType = request.headers['content-type'] ?? '';

@@ -6,6 +6,10 @@ import { KNOWN_SCOPES, type RunningIdp, startIdp } from '@mcp-identity/idp';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll } from 'vitest';
+import {
+  type ServedBin,
+  spawnServe,
+} from '../../../../packages/arazzo-mcp/test/support/serve-bin.js';
 import { type RecordingProxy, startRecordingProxy } from './recording-proxy.js';
 
 export const ARAZZO_FILE = fileURLToPath(new URL('../../scim.arazzo.yaml', import.meta.url));
@@ -215,3 +219,25 @@ export const NOT_PERMITTED =
 
 /** `Workflow Success. Outputs: {...}`, the reference's text for a completed workflow. */
 export const SUCCESS_PREFIX = 'Workflow Success. Outputs: ';
+
+/**
+ * The pack served by the real `arazzo-mcp serve` process, straight against the harness's IdP
+ * with the backend application's credentials; `args` are further serve options.
+ */
+export function spawnPackServer(harness: ScimHarness, args: string[] = []): Promise<ServedBin> {
+  const idp = harness.idp.url;
+  return spawnServe(
+    [
+      '--arazzo',
+      ARAZZO_FILE,
+      '--source-server',
+      `scim2=${idp}/scim2`,
+      '--source-server',
+      `agents=${idp}/scim2`,
+      '--port',
+      '0',
+      ...args,
+    ],
+    envFor(BACKEND),
+  );
+}

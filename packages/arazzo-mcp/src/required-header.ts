@@ -1,0 +1,37 @@
+import { constantTimeEqual, jsonRpcError } from '@mcp-identity/common';
+import type { onRequestAsyncHookHandler } from 'fastify';
+
+/** A shared secret every `/mcp` request must carry (the gateway's upstream credential). */
+export interface RequiredHeader {
+  /** Header name, e.g. `X-Gateway-Auth`. */
+  name: string;
+  value: string;
+}
+
+/** The environment variable holding the value when no `--require-header-file` is given. */
+export const REQUIRED_HEADER_VALUE_ENV = 'ARAZZO_MCP_REQUIRED_HEADER_VALUE';
+
+/** RFC 9110 §5.1: a field name is a token. */
+export const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+// Not a code the MCP or JSON-RPC specifications reserve: the server-defined range.
+const UNAUTHORIZED_CODE = -32001;
+
+/**
+ * Refuses a request that lacks the header value with 401 and a JSON-RPC error body. It runs
+ * as an `onRequest` hook, so the body of a refused request is never read. The values are
+ * compared in constant time; a repeated header (an array) never matches.
+ */
+export function requireHeader(required: RequiredHeader): onRequestAsyncHookHandler {
+  const name = required.name.toLowerCase();
+  const message = `Unauthorized: this server answers only requests with a valid ${required.name} header`;
+  return async (request, reply) => {
+    const sent = request.headers[name];
+    if (typeof sent === 'string' && constantTimeEqual(sent, required.value)) return;
+    request.log.warn(
+      { header: required.name, present: sent !== undefined },
+      'refused /mcp request',
+    );
+    await reply.code(401).send(jsonRpcError(null, UNAUTHORIZED_CODE, message));
+  };
+}

@@ -1,0 +1,460 @@
+import { connect } from 'node:net';
+import type { RunningServer } from '@mcp-identity/common';
+import { useTempDir } from '@mcp-identity/common/testing';
+import { loginFormFields } from '@mcp-identity/oauth';
+import { Pool } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBuiltinServer } from './support/builtin-server.js';
+
+/**
+ * Malformed input to every public endpoint of Area A must get a 4xx (or a 2xx/3xx), never a
+ * 5xx, and the process must keep serving. Fixed seed, so a failure reproduces; bounded in
+ * iterations and time.
+ */
+const SEED = 0x5eed_a11a;
+const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 1500);
+const TIME_BUDGET_MS = 40_000;
+const CONCURRENCY = 8;
+const REQUEST_TIMEOUT_MS = 10_000;
+
+const tempDir = useTempDir('arazzo-mcp-fuzz-');
+let server: RunningServer;
+let pool: Pool;
+let clientId = '';
+const REDIRECT_URI = 'http://127.0.0.1:8976/callback';
+const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGcSuJZ-cM';
+
+beforeAll(async () => {
+  server = await startBuiltinServer(tempDir(), {
+    dataDir: tempDir(),
+    trustProxy: true,
+    initialAccountEmail: 'fuzz@example.com',
+    onInitialAccount: () => {},
+  });
+  pool = new Pool(server.url, { connections: CONCURRENCY });
+  const registered = await fetch(`${server.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
+  });
+  clientId = ((await registered.json()) as { client_id: string }).client_id;
+});
+
+afterAll(async () => {
+  await pool?.close();
+  await server?.close();
+});
+
+/** mulberry32: a small deterministic PRNG. */
+function prng(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
+  return { next, int, pick, chance: (p: number) => next() < p };
+}
+type Random = ReturnType<typeof prng>;
+
+const PATHS = [
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-protected-resource/mcp',
+  '/.well-known/oauth-authorization-server',
+  '/.well-known/openid-configuration',
+  '/oauth/register',
+  '/oauth/authorize',
+  '/oauth/token',
+  '/oauth/jwks',
+  '/api/auth/login',
+  '/api/auth/me',
+  '/mcp',
+  '/health',
+];
+const METHODS = ['GET', 'POST', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'];
+const CONTENT_TYPES = [
+  undefined,
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/x-www-form-urlencoded',
+  'application/x-www-form-urlencoded; charset=iso-8859-1',
+  'text/plain',
+  'multipart/form-data; boundary=x',
+  'application/octet-stream',
+  'application/json; charset=utf-16',
+  ';;;',
+];
+const PARAM_NAMES = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'code_challenge',
+  'code_challenge_method',
+  'state',
+  'scope',
+  'resource',
+  'csrf_token',
+  'email',
+  'password',
+  'grant_type',
+  'code',
+  'code_verifier',
+  'refresh_token',
+  'redirect_uris',
+  'client_name',
+  'logo_uri',
+  'client_uri',
+  '__proto__',
+  'constructor',
+  'toString',
+];
+
+/** Strings that have broken parsers before. */
+function nastyString(r: Random): string {
+  const pieces = [
+    '',
+    ' ',
+    '%',
+    '%zz',
+    '%00',
+    '\u0000',
+    '\ud800',
+    '😀',
+    '<script>alert(1)</script>',
+    '"\'><',
+    'a'.repeat(r.int(5000)),
+    'x'.repeat(70_000),
+    REDIRECT_URI,
+    clientId,
+    CHALLENGE,
+    'S256',
+    'code',
+    'authorization_code',
+    'refresh_token',
+    'view-source:https://x/',
+    'https://user:pw@x/',
+    'javascript:alert(1)',
+    '1e308',
+    '-1',
+    'NaN',
+    'null',
+    'true',
+    '{}',
+    '[]',
+    '__proto__',
+    `${server?.url}/mcp`,
+  ];
+  let value = '';
+  const count = 1 + r.int(3);
+  for (let i = 0; i < count; i += 1) value += r.pick(pieces);
+  return value;
+}
+
+function randomJson(r: Random, depth = 0): unknown {
+  const kind = r.int(depth > 2 ? 4 : 7);
+  switch (kind) {
+    case 0:
+      return nastyString(r);
+    case 1:
+      return r.pick([0, -1, 1e308, Number.MAX_SAFE_INTEGER, 0.5]);
+    case 2:
+      return r.pick([true, false, null]);
+    case 3:
+      return r.chance(0.5) ? [REDIRECT_URI] : [];
+    case 4:
+      return Array.from({ length: r.int(5) }, () => randomJson(r, depth + 1));
+    default: {
+      const object: Record<string, unknown> = {};
+      for (let i = r.int(6); i > 0; i -= 1) object[r.pick(PARAM_NAMES)] = randomJson(r, depth + 1);
+      return object;
+    }
+  }
+}
+
+function randomForm(r: Random): string {
+  const params: string[] = [];
+  for (let i = r.int(8); i > 0; i -= 1) {
+    const name = r.chance(0.9) ? r.pick(PARAM_NAMES) : nastyString(r);
+    const value = nastyString(r);
+    params.push(
+      r.chance(0.1) ? `${name}=${value}` : new URLSearchParams([[name, value]]).toString(),
+    );
+  }
+  return params.join('&');
+}
+
+function validAuthorizeParams(): Record<string, string> {
+  return {
+    client_id: clientId,
+    redirect_uri: REDIRECT_URI,
+    response_type: 'code',
+    code_challenge: CHALLENGE,
+    code_challenge_method: 'S256',
+    state: 'fuzz',
+  };
+}
+
+/** A valid parameter set with a few parameters replaced, dropped or repeated. */
+function mutatedParams(r: Random, base: Record<string, string>): string {
+  const out: Array<[string, string]> = [];
+  for (const [name, value] of Object.entries(base)) {
+    const roll = r.next();
+    if (roll < 0.1) continue;
+    out.push([name, roll < 0.25 ? nastyString(r) : value]);
+    if (r.chance(0.05)) out.push([name, value]);
+  }
+  if (r.chance(0.3)) out.push([r.pick(PARAM_NAMES), nastyString(r)]);
+  return new URLSearchParams(out).toString();
+}
+
+/**
+ * Percent-encodes what may not appear raw in a request target (non-ASCII, controls, spaces,
+ * quotes): undici refuses such paths, and a refusal can leave its pool stuck. Malformed
+ * escapes such as `%zz` stay.
+ */
+function asciiOnly(text: string): string {
+  return text.replace(/[^\x21-\x7e]|["<>\\^`{|}]/gu, (char) =>
+    [...Buffer.from(char)]
+      .map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)
+      .join(''),
+  );
+}
+
+interface FuzzRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+}
+
+function pathVariant(r: Random, path: string): string {
+  switch (r.int(8)) {
+    case 0:
+      return path.replace(/[a-z]/, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+    case 1:
+      return `${path}/`;
+    case 2:
+      return `/${path}`;
+    case 3:
+      return `${path}%`;
+    case 4:
+      return `${path}/..%2f..%2f`;
+    default:
+      return path;
+  }
+}
+
+/** Header values are ASCII: undici refuses others before sending. */
+function randomHeaders(r: Random): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (r.chance(0.3)) headers['x-forwarded-for'] = `10.${r.int(256)}.${r.int(256)}.${r.int(256)}`;
+  if (r.chance(0.1)) {
+    headers['x-forwarded-host'] = r.pick(['evil.example', 'a b', '%zz', 'x:99999', ',', '[::1]:1']);
+  }
+  if (r.chance(0.1)) headers['x-forwarded-proto'] = r.pick(['https', 'ftp', '', 'http,https']);
+  if (r.chance(0.1)) headers['x-forwarded-prefix'] = r.pick(['/base', '..', '%2e%2e', '//x']);
+  if (r.chance(0.15)) headers.host = r.pick(['evil.example', 'a_b', 'x:99999', 'localhost:0']);
+  if (r.chance(0.2)) {
+    headers.origin = r.pick(['http://evil.example', 'null', 'http://localhost:1', '%']);
+  }
+  if (r.chance(0.2)) {
+    headers.authorization = r.pick([
+      'Bearer',
+      'Bearer x.y.z',
+      `Bearer ${'A'.repeat(r.int(9000))}`,
+      'Basic Zm9vOmJhcg==',
+      'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.',
+      'Bearer eyJhbGciOiJFUzI1NiIsImtpZCI6Ilx1MDAwMCJ9.e30.AAAA',
+    ]);
+  }
+  if (r.chance(0.3)) headers['mcp-protocol-version'] = r.pick(['2025-06-18', 'garbage', '']);
+  if (r.chance(0.5)) {
+    headers.accept = r.pick(['application/json, text/event-stream', '*/*', 'text/html']);
+  }
+  return headers;
+}
+
+function randomBody(r: Random): string | Buffer {
+  switch (r.int(5)) {
+    case 0:
+      return JSON.stringify(randomJson(r));
+    case 1:
+      return randomForm(r);
+    case 2:
+      return Buffer.from(Array.from({ length: r.int(300) }, () => r.int(256)));
+    case 3:
+      return JSON.stringify({
+        jsonrpc: '2.0',
+        id: r.pick([1, null, 'x', {}, []]),
+        method: r.pick(['initialize', 'tools/list', 'tools/call', 'ping', nastyString(r)]),
+        params: randomJson(r),
+      });
+    default:
+      return nastyString(r);
+  }
+}
+
+async function generate(r: Random): Promise<FuzzRequest> {
+  const headers = randomHeaders(r);
+  // Two thirds of the requests start from a valid one, so that deep code paths are reached.
+  const flavour = r.int(9);
+  if (flavour === 0) {
+    const query = mutatedParams(r, validAuthorizeParams());
+    return { method: 'GET', path: `/oauth/authorize?${query}`, headers };
+  }
+  if (flavour === 1) {
+    const form = await fetch(
+      `${server.url}/oauth/authorize?${new URLSearchParams(validAuthorizeParams())}`,
+      { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) },
+    );
+    const fields = {
+      ...loginFormFields(await form.text()),
+      email: 'fuzz@example.com',
+      password: 'wrong password',
+    };
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    return { method: 'POST', path: '/oauth/authorize', headers, body: mutatedParams(r, fields) };
+  }
+  if (flavour === 2) {
+    headers['content-type'] = r.pick(CONTENT_TYPES) ?? 'application/x-www-form-urlencoded';
+    const grant: Record<string, string> = r.chance(0.5)
+      ? {
+          grant_type: 'authorization_code',
+          code: 'A'.repeat(43),
+          client_id: clientId,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: 'v'.repeat(43),
+        }
+      : { grant_type: 'refresh_token', refresh_token: 'R'.repeat(43), client_id: clientId };
+    return { method: 'POST', path: '/oauth/token', headers, body: mutatedParams(r, grant) };
+  }
+  if (flavour === 3) {
+    headers['content-type'] = r.chance(0.8) ? 'application/json' : (r.pick(CONTENT_TYPES) ?? '');
+    const body = { email: r.chance(0.7) ? nastyString(r) : randomJson(r), password: randomJson(r) };
+    return { method: 'POST', path: '/api/auth/login', headers, body: JSON.stringify(body) };
+  }
+  if (flavour === 4) {
+    headers['content-type'] = r.chance(0.8) ? 'application/json' : (r.pick(CONTENT_TYPES) ?? '');
+    const body: Record<string, unknown> = {
+      redirect_uris: r.chance(0.5) ? [REDIRECT_URI, nastyString(r)] : randomJson(r),
+    };
+    for (const field of ['client_name', 'logo_uri', 'client_uri']) {
+      if (r.chance(0.5)) body[field] = r.chance(0.7) ? nastyString(r) : randomJson(r);
+    }
+    return { method: 'POST', path: '/oauth/register', headers, body: JSON.stringify(body) };
+  }
+  if (flavour === 5) {
+    headers['content-type'] = r.chance(0.8) ? 'application/json' : (r.pick(CONTENT_TYPES) ?? '');
+    headers.accept ??= 'application/json, text/event-stream';
+    return { method: 'POST', path: '/mcp', headers, body: randomBody(r) };
+  }
+  const method = r.pick(METHODS);
+  let path = pathVariant(r, r.pick(PATHS));
+  if (r.chance(0.4)) path += `?${asciiOnly(randomForm(r))}`;
+  const request: FuzzRequest = { method, path, headers };
+  if (method !== 'GET' && method !== 'HEAD' && r.chance(0.9)) {
+    const contentType = r.pick(CONTENT_TYPES);
+    if (contentType !== undefined) headers['content-type'] = contentType;
+    request.body = randomBody(r);
+  }
+  return request;
+}
+
+function describeRequest(request: FuzzRequest): string {
+  const headers = JSON.stringify(request.headers).slice(0, 300);
+  const body = String(request.body ?? '').slice(0, 300);
+  return `${request.method} ${request.path.slice(0, 200)} ${headers} ${body}`;
+}
+
+describe('Area A public surface under fuzzing', () => {
+  it(
+    'never answers 5xx and keeps serving',
+    async () => {
+      const random = prng(SEED);
+      const deadline = Date.now() + TIME_BUDGET_MS;
+      const failures: string[] = [];
+      let sent = 0;
+      let issued = 0;
+      const worker = async () => {
+        while (issued < ITERATIONS && Date.now() < deadline) {
+          issued += 1;
+          const request = await generate(random);
+          let status: number;
+          try {
+            const response = await pool.request({
+              method: request.method as 'GET',
+              path: request.path,
+              headers: request.headers,
+              body: request.body,
+              headersTimeout: REQUEST_TIMEOUT_MS,
+              bodyTimeout: REQUEST_TIMEOUT_MS,
+            });
+            status = response.statusCode;
+            await response.body.dump();
+          } catch (error) {
+            const code = (error as { code?: string }).code ?? '';
+            // A request the server never answers is a failure; one the client refused to
+            // send (a path with characters HTTP does not allow) is not a server answer.
+            if (code.includes('TIMEOUT') || code === 'UND_ERR_SOCKET') {
+              failures.push(`${code} ${describeRequest(request)}`);
+            }
+            continue;
+          }
+          sent += 1;
+          if (status >= 500) failures.push(`${status} ${describeRequest(request)}`);
+        }
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      expect(failures).toEqual([]);
+      expect(sent).toBeGreaterThan(Math.min(issued, ITERATIONS) / 2);
+      const health = await fetch(`${server.url}/health`);
+      expect(health.status).toBe(200);
+    },
+    TIME_BUDGET_MS + 30_000,
+  );
+
+  // undici will not send these Host headers (it asserts on bracketed ones), so they go over
+  // a raw socket; Node's parser or the issuer resolver must answer them with a 4xx.
+  it.each(['[::1', '[::1]:7', '', 'a b', '%zz', 'x'.repeat(5000)])(
+    'answers a malformed Host header (%#) with a status below 500',
+    async (host) => {
+      const lines = [
+        'GET /.well-known/oauth-authorization-server',
+        'GET /oauth/authorize',
+        'POST /oauth/register',
+        'POST /mcp',
+      ];
+      const statuses = await Promise.all(
+        lines.map((line) =>
+          rawStatus(
+            `${line} HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+          ),
+        ),
+      );
+      for (const status of statuses) {
+        expect(status).toBeGreaterThanOrEqual(200);
+        expect(status).toBeLessThan(500);
+      }
+    },
+  );
+});
+
+/** The status code of a raw HTTP/1.1 exchange. */
+function rawStatus(request: string): Promise<number> {
+  const { port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1');
+    let data = '';
+    socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy(new Error('no answer')));
+    socket.on('data', (chunk) => {
+      data += chunk.toString('latin1');
+    });
+    socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)));
+    socket.on('error', reject);
+    socket.end(request, 'latin1');
+  });
+}

@@ -1,0 +1,166 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * Origin validation against DNS rebinding (MCP transports, "Security Warning": servers must
+ * validate Origin and answer 403 when it is present and not allowed) and CORS for the
+ * endpoints browser-based MCP clients read (discovery, registration, token, MCP).
+ */
+
+export interface OriginPolicyOptions {
+  /** Further origins a browser page may call from, e.g. `https://inspector.example.com`. */
+  allowedOrigins?: readonly string[];
+  /** The service's own public origins (from its public URL); always allowed. */
+  ownOrigins: readonly string[];
+}
+
+export interface OriginPolicy {
+  /**
+   * Whether a request with this `Origin` header may be served. No Origin (a non-browser
+   * client) is allowed. The `Host` header never makes an origin acceptable: under DNS
+   * rebinding it names the attacker's host, exactly like the Origin does.
+   */
+  check(origin: string | undefined, host: string | undefined): boolean;
+  /** The allowed origins besides loopback, normalised (`scheme://host[:port]`). */
+  readonly origins: ReadonlySet<string>;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** `scheme://host[:port]` of an http(s) URL or origin, or undefined when it is none. */
+export function normalizeOrigin(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username !== '' || url.password !== '') return undefined;
+  return url.origin;
+}
+
+/** Whether an origin is http(s) on localhost, 127.0.0.1 or [::1], any port. */
+export function isLoopbackOrigin(origin: string): boolean {
+  const normalized = normalizeOrigin(origin);
+  return normalized !== undefined && LOOPBACK_HOSTS.has(new URL(normalized).hostname);
+}
+
+function originSet(values: readonly string[], option: string): Set<string> {
+  const set = new Set<string>();
+  for (const value of values) {
+    const normalized = normalizeOrigin(value);
+    if (normalized === undefined) {
+      throw new TypeError(
+        `${option}: ${JSON.stringify(value)} is not an http(s) origin such as https://app.example.com`,
+      );
+    }
+    set.add(normalized);
+  }
+  return set;
+}
+
+/**
+ * The allow-list: the service's own origins, `allowedOrigins`, and loopback origins on any
+ * port. An Origin of `null` (sandboxed frames, `file:` pages) or anything unparsable is refused.
+ */
+export function createOriginPolicy(options: OriginPolicyOptions): OriginPolicy {
+  const origins = new Set([
+    ...originSet(options.ownOrigins, 'ownOrigins'),
+    ...originSet(options.allowedOrigins ?? [], 'allowedOrigins'),
+  ]);
+  return {
+    origins,
+    check(origin: string | undefined, _host: string | undefined): boolean {
+      if (origin === undefined) return true;
+      const normalized = normalizeOrigin(origin);
+      if (normalized === undefined) return false;
+      return origins.has(normalized) || isLoopbackOrigin(normalized);
+    },
+  };
+}
+
+export const CORS_ALLOW_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Mcp-Session-Id',
+  'Mcp-Protocol-Version',
+  'Last-Event-ID',
+] as const;
+export const CORS_EXPOSE_HEADERS = [
+  'WWW-Authenticate',
+  'Mcp-Session-Id',
+  'Mcp-Protocol-Version',
+] as const;
+
+export interface CorsOptions {
+  policy: OriginPolicy;
+  /**
+   * Paths that get CORS, as the router matched them (`request.routeOptions.url`, prefix
+   * included); a preflight without an OPTIONS route is matched on its decoded path.
+   */
+  paths: readonly string[];
+  /** Methods a preflight may ask for. Default GET, POST, DELETE. */
+  methods?: readonly string[];
+  /** How long a browser may cache a preflight answer. Default 600 s. */
+  maxAgeSeconds?: number;
+}
+
+function requestPath(request: FastifyRequest): string {
+  const path = request.url.split('?')[0] ?? '';
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * An `onRequest` hook implementing CORS on `paths`. A request with an allowed Origin gets
+ * `Access-Control-Allow-Origin` (echoed) and `Access-Control-Expose-Headers`, set on the raw
+ * response so they survive hijacked replies and replies sent by later hooks (a 401 with
+ * `WWW-Authenticate` must stay readable). A preflight is answered here — 204 for an allowed
+ * Origin, 403 otherwise — before any authentication hook sees it. Add the hook before the
+ * hooks whose answers browsers must be able to read. It never refuses a non-preflight
+ * request: enforcing the Origin is the service's decision, in its own error shape.
+ */
+export function createCorsHook(options: CorsOptions) {
+  const paths = new Set(options.paths);
+  const methods = (options.methods ?? ['GET', 'POST', 'DELETE']).join(', ');
+  const maxAge = String(options.maxAgeSeconds ?? 600);
+  const allowHeaders = CORS_ALLOW_HEADERS.join(', ');
+  const exposeHeaders = CORS_EXPOSE_HEADERS.join(', ');
+
+  return async function corsHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const route = request.routeOptions.url;
+    const isPreflight =
+      request.method === 'OPTIONS' &&
+      request.headers['access-control-request-method'] !== undefined;
+    if (!paths.has(route ?? '') && !(isPreflight && paths.has(requestPath(request)))) return;
+    reply.raw.setHeader('vary', 'Origin');
+    const origin = headerValue(request.headers.origin);
+    const allowed =
+      origin !== undefined && options.policy.check(origin, headerValue(request.headers.host));
+    if (allowed) {
+      reply.raw.setHeader('access-control-allow-origin', origin);
+      reply.raw.setHeader('access-control-expose-headers', exposeHeaders);
+    }
+    if (!isPreflight) return;
+    if (!allowed) {
+      await reply.code(403).send({ error: 'forbidden', message: 'Origin not allowed.' });
+      return;
+    }
+    reply.raw.setHeader('access-control-allow-methods', methods);
+    reply.raw.setHeader('access-control-allow-headers', allowHeaders);
+    reply.raw.setHeader('access-control-max-age', maxAge);
+    await reply.code(204).send();
+  };
+}
+
+/** Adds `createCorsHook(options)` to `app` (and so to every route registered under it). */
+export function registerCors(app: FastifyInstance, options: CorsOptions): void {
+  app.addHook('onRequest', createCorsHook(options));
+}

@@ -1,0 +1,78 @@
+/**
+ * The redirect URI policy of both authorization servers, an allow-list (RFC 9700 §4.1,
+ * RFC 8252): https; http only to a loopback host; private-use schemes only in reverse-domain
+ * form (RFC 8252 §7.1). Never user-info, never a fragment (RFC 6749 §3.1.2).
+ */
+
+export const MAX_REDIRECT_URIS = 10;
+export const MAX_REDIRECT_URI_LENGTH = 2000;
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/**
+ * A reverse-domain scheme (`com.example.app`): at least two dot-separated labels, each
+ * starting with a letter (RFC 3986 §3.1 scheme characters, RFC 8252 §7.1).
+ */
+const REVERSE_DOMAIN_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z][a-z0-9+-]*)+:$/;
+
+function parse(uri: string): URL | undefined {
+  try {
+    return new URL(uri);
+  } catch {
+    return undefined;
+  }
+}
+
+function isLoopbackHttp(url: URL): boolean {
+  return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+}
+
+/** Why `uri` may not be registered as a redirect URI, or undefined when it may. */
+export function redirectUriProblem(uri: string): string | undefined {
+  if (uri.length > MAX_REDIRECT_URI_LENGTH) {
+    return `redirect URI longer than ${MAX_REDIRECT_URI_LENGTH} characters`;
+  }
+  const url = parse(uri);
+  if (url === undefined) return `redirect URI is not an absolute URI: ${uri}`;
+  if (uri.includes('#')) return `redirect URI must not contain a fragment: ${uri}`;
+  if (url.username !== '' || url.password !== '' || /^[^:]*:\/\/[^/?]*@/.test(uri)) {
+    return `redirect URI must not carry user information: ${uri}`;
+  }
+  if (url.protocol === 'https:') {
+    return url.hostname === '' ? `redirect URI has no host: ${uri}` : undefined;
+  }
+  if (url.protocol === 'http:') {
+    return isLoopbackHttp(url)
+      ? undefined
+      : `redirect URI must use https unless it is a loopback address: ${uri}`;
+  }
+  if (REVERSE_DOMAIN_SCHEME.test(url.protocol)) return undefined;
+  return `redirect URI scheme must be https, loopback http or a reverse-domain private-use scheme (com.example.app:): ${uri}`;
+}
+
+/** The same URI except for the port: RFC 8252 §7.3 lets native apps pick any loopback port. */
+function loopbackMatches(registered: URL, requested: URL): boolean {
+  return (
+    isLoopbackHttp(registered) &&
+    isLoopbackHttp(requested) &&
+    registered.hostname === requested.hostname &&
+    registered.pathname === requested.pathname &&
+    registered.search === requested.search
+  );
+}
+
+/**
+ * Whether `requested` may receive the authorization response of a client that registered
+ * `registered`: exact string match, or a loopback http URI differing only in its port. A
+ * client registered without any URI may use loopback http URIs only.
+ */
+export function isRedirectUriAllowed(registered: readonly string[], requested: string): boolean {
+  if (redirectUriProblem(requested) !== undefined) return false;
+  const url = parse(requested);
+  if (url === undefined) return false;
+  if (registered.length === 0) return isLoopbackHttp(url);
+  return registered.some((candidate) => {
+    if (candidate === requested) return true;
+    const registeredUrl = parse(candidate);
+    return registeredUrl !== undefined && loopbackMatches(registeredUrl, url);
+  });
+}

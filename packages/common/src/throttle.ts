@@ -1,0 +1,125 @@
+/** The answer of `FixedWindowThrottle.reserve`. */
+export type ThrottleDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+export interface FixedWindowThrottleOptions {
+  /** Attempts a key may reserve per window. */
+  limit: number;
+  /** Length of a window in milliseconds; a key's window starts with its first attempt. */
+  windowMs: number;
+  /** Milliseconds since the epoch; injectable so tests need no sleeping. Default `Date.now`. */
+  clock?: () => number;
+  /**
+   * Keys tracked at once. When every tracked window is still open, the oldest window is
+   * forgotten to make room, so memory stays bounded whatever an attacker sends. Default 100 000.
+   */
+  maxKeys?: number;
+}
+
+interface Window {
+  count: number;
+  resetAt: number;
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new TypeError(`FixedWindowThrottle: ${name} must be a positive integer`);
+  }
+  return value;
+}
+
+/**
+ * Per-key fixed-window attempt counter. `reserve` counts the attempt before the caller runs
+ * the check it guards (a password hash, a registration), so N concurrent attempts can never
+ * all pass a limit smaller than N; a caller whose attempt should not count (a successful
+ * login) gives it back with `release` or clears the key with `reset`.
+ */
+export class FixedWindowThrottle {
+  readonly #windows = new Map<string, Window>();
+  readonly #limit: number;
+  readonly #windowMs: number;
+  readonly #clock: () => number;
+  readonly #maxKeys: number;
+
+  constructor(options: FixedWindowThrottleOptions) {
+    this.#limit = positiveInteger('limit', options.limit);
+    this.#windowMs = positiveInteger('windowMs', options.windowMs);
+    this.#maxKeys = positiveInteger('maxKeys', options.maxKeys ?? 100_000);
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  /** Counts one attempt for `key`, or refuses it (without counting) when the window is full. */
+  reserve(key: string): ThrottleDecision {
+    const now = this.#clock();
+    const window = this.#open(key, now);
+    if (window.count >= this.#limit) {
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil((window.resetAt - now) / 1000)),
+      };
+    }
+    window.count += 1;
+    return { allowed: true };
+  }
+
+  /** Gives back one attempt reserved in the current window (one that turned out not to count). */
+  release(key: string): void {
+    const window = this.#windows.get(key);
+    if (window !== undefined && window.resetAt > this.#clock() && window.count > 0) {
+      window.count -= 1;
+    }
+  }
+
+  /** Forgets every attempt of `key`. */
+  reset(key: string): void {
+    this.#windows.delete(key);
+  }
+
+  /** Keys currently tracked (for tests and metrics). */
+  get size(): number {
+    return this.#windows.size;
+  }
+
+  #open(key: string, now: number): Window {
+    this.#sweep(now);
+    const existing = this.#windows.get(key);
+    if (existing !== undefined) return existing;
+    if (this.#windows.size >= this.#maxKeys) {
+      const oldest = this.#windows.keys().next().value;
+      if (oldest !== undefined) this.#windows.delete(oldest);
+    }
+    const window = { count: 0, resetAt: now + this.#windowMs };
+    this.#windows.set(key, window);
+    return window;
+  }
+
+  /**
+   * Windows all have the same length and are inserted when they open, so the map's order is
+   * the order in which they close: expired ones are at the front.
+   */
+  #sweep(now: number): void {
+    for (const [key, window] of this.#windows) {
+      if (window.resetAt > now) return;
+      this.#windows.delete(key);
+    }
+  }
+}
+
+/**
+ * Reserves one attempt in each throttle (for instance per account and per client IP), all or
+ * nothing: when one refuses, the attempts already taken are given back and its refusal is
+ * returned.
+ */
+export function reserveAll(
+  reservations: ReadonlyArray<readonly [throttle: FixedWindowThrottle, key: string]>,
+): ThrottleDecision {
+  const taken: Array<readonly [FixedWindowThrottle, string]> = [];
+  for (const [throttle, key] of reservations) {
+    const decision = throttle.reserve(key);
+    if (!decision.allowed) {
+      for (const [t, k] of taken) t.release(k);
+      return decision;
+    }
+    taken.push([throttle, key]);
+  }
+  return { allowed: true };
+}

@@ -1,0 +1,125 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { VerifiedToken } from './auth/verifier.js';
+import type { McpCall } from './jsonrpc.js';
+import { unauthenticated } from './policies/challenge.js';
+import type { Exchange, Refusal } from './policies/policy.js';
+import type { ProxyRuntime, ResourceUrls } from './registry.js';
+
+export type Decision =
+  | 'allowed'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'rate_limited'
+  | 'bad_request'
+  | 'unavailable'
+  | 'upstream_error';
+
+const AUTHENTICATION_REQUIRED = {
+  error: 'Unauthorized',
+  message: 'Unauthorized: authentication required for this MCP capability',
+};
+
+/** One audit record per MCP request; never holds a token. */
+export interface AuditRecord {
+  proxy: string;
+  httpMethod: string;
+  method: string;
+  tool?: string;
+  subject?: string;
+  clientId?: string;
+  decision: Decision;
+  missingScopes?: readonly string[];
+  /** Why a request was refused (never the token itself). */
+  reason?: string;
+  upstreamStatus?: number;
+  latencyMs: number;
+}
+
+/** One request to `<context>/mcp`: what policies see, and what the audit line records. */
+export class McpExchange implements Exchange {
+  call: McpCall | undefined = undefined;
+  token: VerifiedToken | undefined = undefined;
+  decision: Decision = 'allowed';
+  reason: string | undefined = undefined;
+  missingScopes: readonly string[] | undefined = undefined;
+  upstreamStatus: number | undefined = undefined;
+  readonly started = performance.now();
+  private authentication: Promise<Refusal | undefined> | undefined = undefined;
+  private urls: ResourceUrls | undefined = undefined;
+
+  constructor(
+    readonly runtime: ProxyRuntime,
+    readonly httpMethod: string,
+    readonly headers: IncomingHttpHeaders,
+    readonly remoteAddress: string,
+    private readonly base: string,
+  ) {}
+
+  get resourceUrl(): string {
+    this.urls ??= this.runtime.urlsFor(this.base);
+    return this.urls.resourceUrl;
+  }
+
+  get resourceMetadataUrl(): string {
+    this.urls ??= this.runtime.urlsFor(this.base);
+    return this.urls.resourceMetadataUrl;
+  }
+
+  get scopesSupported(): readonly string[] {
+    return this.runtime.scopesSupported;
+  }
+
+  authenticate(): Promise<Refusal | undefined> {
+    this.authentication ??= this.runAuthentication();
+    return this.authentication;
+  }
+
+  callerKey(): string {
+    const subject = this.token?.payload[this.runtime.authenticator?.userIdClaim ?? 'sub'];
+    return typeof subject === 'string' ? `sub:${subject}` : `addr:${this.remoteAddress}`;
+  }
+
+  /** Records a refusal for the audit line. */
+  refused(refusal: Refusal): void {
+    this.decision = refusal.decision;
+    this.reason = refusal.reason;
+    if (refusal.missingScopes.length > 0) this.missingScopes = refusal.missingScopes;
+  }
+
+  auditRecord(): AuditRecord {
+    const record: AuditRecord = {
+      proxy: this.runtime.id,
+      httpMethod: this.httpMethod,
+      method: this.call ? this.call.method || 'response' : this.httpMethod,
+      decision: this.decision,
+      latencyMs: Math.round((performance.now() - this.started) * 100) / 100,
+    };
+    if (this.call?.target) record.tool = this.call.target;
+    if (this.token) {
+      const { payload } = this.token;
+      const subject = payload[this.runtime.authenticator?.userIdClaim ?? 'sub'];
+      if (typeof subject === 'string') record.subject = subject;
+      const clientId = payload.azp ?? payload.client_id;
+      if (typeof clientId === 'string') record.clientId = clientId;
+    }
+    if (this.reason !== undefined) record.reason = this.reason;
+    if (this.missingScopes) record.missingScopes = this.missingScopes;
+    if (this.upstreamStatus !== undefined) record.upstreamStatus = this.upstreamStatus;
+    return record;
+  }
+
+  private async runAuthentication(): Promise<Refusal | undefined> {
+    const { authenticator } = this.runtime;
+    if (!authenticator) {
+      return unauthenticated(
+        this,
+        'governed call without an mcp-auth policy',
+        AUTHENTICATION_REQUIRED,
+      );
+    }
+    const outcome = await authenticator.authenticate(this);
+    if (outcome.token) this.token = outcome.token;
+    return outcome.refusal;
+  }
+}

@@ -1,0 +1,114 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { TokenVerifier, VerifiedToken } from '../auth/verifier.js';
+import type { KeyManagerConfig } from '../config.js';
+import type { McpCall } from '../jsonrpc.js';
+
+/** What the data plane needs to answer a refused request itself instead of forwarding it. */
+export interface Refusal {
+  status: 401 | 403 | 429;
+  /** Response headers besides `content-type` (`www-authenticate`, `retry-after`, ...). */
+  headers: Readonly<Record<string, string>>;
+  body: unknown;
+  decision: 'unauthenticated' | 'forbidden' | 'rate_limited';
+  /** Why, for the audit log only. */
+  reason: string;
+  missingScopes: readonly string[];
+}
+
+/** List methods whose results a policy may filter: the call each item stands for, its name key. */
+export const LIST_ITEM_CALL = {
+  'tools/list': ['tools/call', 'name'],
+  'prompts/list': ['prompts/get', 'name'],
+  'resources/list': ['resources/read', 'uri'],
+} as const;
+export type ListMethod = keyof typeof LIST_ITEM_CALL;
+export const LIST_RESULT_KEY: Readonly<Record<ListMethod, string>> = {
+  'tools/list': 'tools',
+  'prompts/list': 'prompts',
+  'resources/list': 'resources',
+};
+
+export function isListMethod(method: string): method is ListMethod {
+  return Object.hasOwn(LIST_ITEM_CALL, method);
+}
+
+/** One MCP request as the policies of its proxy see it. */
+export interface Exchange {
+  readonly httpMethod: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The client's IP address (the connection's peer). */
+  readonly remoteAddress: string;
+  /** The JSON-RPC message of a POST; undefined before the body is read and for GET/DELETE. */
+  readonly call: McpCall | undefined;
+  /** The caller's verified token once a policy authenticated it. */
+  readonly token: VerifiedToken | undefined;
+  /** This proxy's resource URL on the listener and host that received the request (RFC 9728). */
+  readonly resourceUrl: string;
+  readonly resourceMetadataUrl: string;
+  /** Scopes the proxy advertises: the `scope` of its 401 challenges. */
+  readonly scopesSupported: readonly string[];
+  /** Who is calling, for per-caller limits: the authenticated subject, else the client address. */
+  callerKey(): string;
+  /**
+   * Authenticates the caller with the proxy's authenticator (the first time; later calls give
+   * the same outcome). Without one, a caller can never be authenticated: 401.
+   */
+  authenticate(): Promise<Refusal | undefined>;
+}
+
+/**
+ * A policy attached to a proxy. Every hook is optional; a refusal answers the client and nothing
+ * reaches the upstream. Hooks run in the order of the policies' `phase`.
+ */
+export interface Policy {
+  /** Decides from the request headers alone, before the body is read. */
+  onHeaders?(exchange: Exchange): Refusal | undefined | Promise<Refusal | undefined>;
+  /** Decides once the body is parsed (`exchange.call` is set for a POST). */
+  onRequest?(exchange: Exchange): Refusal | undefined | Promise<Refusal | undefined>;
+  /** Filters list results: false removes the item from the caller's `tools/list` and friends. */
+  onListItem?(exchange: Exchange, listMethod: ListMethod, item: Record<string, unknown>): boolean;
+  /** Scopes this policy may demand, advertised as the metadata's `scopes_supported`. */
+  readonly scopes?: readonly string[];
+}
+
+/** Establishes who is calling (`mcp-auth`); one per proxy. */
+export interface Authenticator {
+  /** The verified token, or a refusal (with the token when it is valid but not sufficient). */
+  authenticate(exchange: Exchange): Promise<{ token?: VerifiedToken; refusal?: Refusal }>;
+  /** Issuers listed as the metadata's `authorization_servers`. */
+  readonly authorizationServers: readonly string[];
+  /** Whether the caller's `Authorization` header goes on to the upstream. */
+  readonly forwardToken: boolean;
+  /** Claim that names the caller in the audit log and in per-caller limits. */
+  readonly userIdClaim: string;
+}
+
+/** What a policy may use from the gateway when it is created for a proxy. */
+export interface PolicySetup {
+  keyManagers: readonly KeyManagerConfig[];
+  verifier: TokenVerifier;
+  /** Clock in milliseconds since the epoch. */
+  now: () => number;
+  /** An authentication policy offers itself here. */
+  provideAuthenticator(authenticator: Authenticator): void;
+}
+
+/** What the running gateway knows that a definition may refer to. */
+export interface ValidationContext {
+  /** Names of the configured key managers. */
+  keyManagers?: readonly string[];
+  /** Resolve `secretRef`s now (deployments), so a missing secret is a validation error. */
+  resolveSecrets?: boolean;
+}
+
+/** A policy kind, created by name from the registry (`policies/index.ts`). */
+export interface PolicyFactory {
+  readonly name: string;
+  /** JSON Schema of the params, per major version (`v1`). */
+  readonly versions: Readonly<Record<string, object>>;
+  /** Lower runs first: authentication 0, authorization 1, traffic shaping 2. */
+  readonly phase: number;
+  create(params: Record<string, unknown>, setup: PolicySetup): Policy;
+  /** Checks beyond the schema against the running gateway; field paths relative to params. */
+  check?(params: Record<string, unknown>, context: ValidationContext): Array<[string, string]>;
+}

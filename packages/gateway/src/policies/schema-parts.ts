@@ -1,0 +1,2 @@
+/** JSON Schema fragments shared by the policies' param schemas. */
+export const stringList = { type: 'array', items: { type: 'string', minLength: 1 } };
