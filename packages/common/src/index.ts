@@ -40,6 +40,8 @@ export {
 export { type ListenOptions, type RunningServer, startServer } from './server.js';
 export { installSignalHandlers, onShutdown, type SignalOptions } from './shutdown.js';
 export {
+  certificateAuthorityPath,
+  ensureCertificateAuthority,
   ensureSelfSignedCertificate,
   loadTlsFiles,
   selfSignedCertificateFiles,
