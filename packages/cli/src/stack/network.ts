@@ -18,5 +18,5 @@ export function describeFetchError(error: unknown): string {
   const code = cause?.code;
   const message = cause?.message;
   if (code && message && !message.includes(code)) return `${code} (${message})`;
-  return message ?? code ?? (error as Error).message;
+  return message || code || (error as Error).message;
 }
