@@ -157,8 +157,10 @@ async function worker(id: number): Promise<void> {
 }
 
 async function killer(): Promise<void> {
-  for (let turn = 0; !stopping; turn++) {
-    await new Promise((resolve) => setTimeout(resolve, KILL_EVERY_MS));
+  // Half an interval first, so a run of N intervals sees N kills.
+  let wait = KILL_EVERY_MS / 2;
+  for (let turn = 0; !stopping; turn++, wait = KILL_EVERY_MS) {
+    await new Promise((resolve) => setTimeout(resolve, wait));
     if (stopping) return;
     const name = SERVICES[turn % SERVICES.length] ?? 'gateway';
     const before = services().find((s) => s.name === name);
