@@ -1,5 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ensureCertificateAuthority } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { Agent, fetch } from 'undici';
@@ -37,6 +38,7 @@ function makeProject(): { root: string; subdir: string } {
   return { root, subdir };
 }
 
+const REPOSITORY = fileURLToPath(new URL('../../..', import.meta.url));
 const SEARCH = ['call', 'search_users', '--args', '{"filter":"userName eq bob","count":1}'];
 
 describe('a stack started with `up --detach` on non-default ports', { timeout: STACK_MS }, () => {
@@ -257,6 +259,29 @@ describe('`up` in the foreground stops the whole stack', () => {
       STACK_MS,
     );
   }
+
+  it(
+    'on SIGTERM to `npx mcp-identity up` (npx, a shell and the supervisor in a chain)',
+    async () => {
+      const { root } = makeProject();
+      const dataDir = join(root, '.data');
+      const ports = await freeStackPorts();
+      const { spawn } = await import('node:child_process');
+      const npx = spawn('npx', ['mcp-identity', 'up', '--data-dir', dataDir, ...portArgs(ports)], {
+        cwd: REPOSITORY,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      npx.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+      });
+      await waitFor(() => out.includes('mcp-identity is running'), 'the stack', 120_000);
+      const pids = stackPids(dataDir);
+      npx.kill('SIGTERM');
+      await waitUntilAllExited(pids);
+    },
+    STACK_MS,
+  );
 
   it(
     'when the parent of up dies',
