@@ -21,6 +21,8 @@ import { parseArgs } from 'node:util';
 import {
   callToolThroughGateway,
   clientCredentialsToken,
+  readRunningStack,
+  type ServiceStatus,
   type StackPorts,
   stackLayout,
 } from '@mcp-identity/cli';
@@ -40,12 +42,6 @@ const GRACE_MS = 2000;
 const SERVICES = ['gateway', 'scim-mcp', 'idp', 'area-a'] as const;
 const CLI = new URL('../../packages/cli/dist/bin.js', import.meta.url).pathname;
 
-interface ServiceState {
-  name: string;
-  state: string;
-  pid?: number;
-  restarts: number;
-}
 interface Window {
   service: string;
   killedAt: number;
@@ -91,8 +87,7 @@ const started = await cli(['up', '--detach', '--data-dir', dataDir, ...portFlags
 if (started.code !== 0) throw new Error(`up --detach failed (exit ${started.code})`);
 const layout = stackLayout(dataDir, ports);
 const secrets = JSON.parse(readFileSync(join(dataDir, 'stack-secrets.json'), 'utf8'));
-const services = (): ServiceState[] =>
-  JSON.parse(readFileSync(join(dataDir, 'stack-state.json'), 'utf8')).services;
+const services = (): ServiceStatus[] => readRunningStack(dataDir)?.services ?? [];
 
 const { accessToken } = await clientCredentialsToken(layout, secrets.clientApp, [
   'internal_user_mgt_list',
@@ -152,8 +147,15 @@ async function oneCall(worker: number, n: number): Promise<void> {
   }
 }
 
+/** A worker pauses after a failure, as a client retrying would, instead of spinning on refusals. */
+const PAUSE_AFTER_FAILURE_MS = 100;
+
 async function worker(id: number): Promise<void> {
-  for (let n = 0; !stopping; n++) await oneCall(id, n);
+  for (let n = 0; !stopping; n++) {
+    const before = failures;
+    await oneCall(id, n);
+    if (failures > before) await new Promise((r) => setTimeout(r, PAUSE_AFTER_FAILURE_MS));
+  }
 }
 
 async function killer(): Promise<void> {
