@@ -58,24 +58,27 @@ export async function ensureCertificateAuthority(dataDir: string): Promise<TlsMa
 
 /**
  * Returns the server certificate kept in `<dir>/tls/` (SANs localhost,
- * 127.0.0.1, ::1), issued by the local CA of `caDir` (default: `dir`), and
- * generates it (and the CA) the first time or when it is about to expire.
- * When `caDir` is given, a pair issued by another authority is replaced, so a
- * stack's services all chain to its one CA. Generation writes into a scratch
- * directory renamed into place, so processes starting together never see, or
- * produce, a half-written pair.
+ * 127.0.0.1, ::1), generating it the first time or when it is about to expire.
+ * With `caDir`, the certificate is issued by that directory's local CA (made
+ * if missing), and a pair another authority issued is replaced, so a stack's
+ * services all chain to its one CA; without, it is self-signed. Generation
+ * writes into a scratch directory renamed into place, so processes starting
+ * together never see, or produce, a half-written pair.
  */
 export async function ensureSelfSignedCertificate(
   dir: string,
   options: { caDir?: string } = {},
 ): Promise<TlsMaterial> {
   const files = selfSignedCertificateFiles(dir);
+  const tlsDir = dirname(files.certPath);
   const existing = await loadTlsFiles(files.certPath, files.keyPath).catch(() => undefined);
   const current = existing && !expiresSoon(existing.cert) ? existing : undefined;
-  if (current && options.caDir === undefined) return current;
-  const ca = await ensureCertificateAuthority(options.caDir ?? dir);
+  if (options.caDir === undefined) {
+    return current ?? installPair(tlsDir, files, generateSelfSigned, !!existing);
+  }
+  const ca = await ensureCertificateAuthority(options.caDir);
   if (current && issuedBy(current.cert, ca.cert)) return current;
-  return installPair(dirname(files.certPath), files, () => generateLeaf(ca), !!existing);
+  return installPair(tlsDir, files, () => generateLeaf(ca), !!existing);
 }
 
 /** Writes a generated pair next to `targetDir` and renames it into place. */
@@ -135,6 +138,21 @@ async function generateAuthority(): Promise<{ cert: string; key: string }> {
   return { cert: pemWithNewline(certificate.toString('pem')), key: exportKey(keys.privateKey) };
 }
 
+async function generateSelfSigned(): Promise<{ cert: string; key: string }> {
+  const keys = await generateKeys();
+  const notBefore = new Date(Date.now() - 60_000);
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerial(),
+    name: 'CN=localhost, O=mcp-identity (self-signed, local use only)',
+    notBefore,
+    notAfter: new Date(notBefore.getTime() + VALID_DAYS * DAY_MS),
+    keys,
+    signingAlgorithm: ALGORITHM,
+    extensions: serverExtensions(),
+  });
+  return { cert: pemWithNewline(certificate.toString('pem')), key: exportKey(keys.privateKey) };
+}
+
 async function generateLeaf(ca: TlsMaterial): Promise<{ cert: string; key: string }> {
   const keys = await generateKeys();
   const caCert = new x509.X509Certificate(ca.cert);
@@ -146,30 +164,38 @@ async function generateLeaf(ca: TlsMaterial): Promise<{ cert: string; key: strin
     ['sign'],
   );
   const notBefore = new Date(Date.now() - 60_000);
-  const caExpiry = caCert.notAfter.getTime();
   const certificate = await x509.X509CertificateGenerator.create({
     serialNumber: randomSerial(),
     subject: 'CN=localhost, O=mcp-identity (local use only)',
     issuer: caCert.subject,
     notBefore,
-    notAfter: new Date(Math.min(notBefore.getTime() + VALID_DAYS * DAY_MS, caExpiry)),
+    notAfter: new Date(
+      Math.min(notBefore.getTime() + VALID_DAYS * DAY_MS, caCert.notAfter.getTime()),
+    ),
     publicKey: keys.publicKey,
     signingKey: caKey,
     signingAlgorithm: ALGORITHM,
     extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension([
-        { type: 'dns', value: 'localhost' },
-        { type: 'ip', value: '127.0.0.1' },
-        { type: 'ip', value: '::1' },
-      ]),
+      ...serverExtensions(),
       await x509.AuthorityKeyIdentifierExtension.create(caCert),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
   return { cert: pemWithNewline(certificate.toString('pem')), key: exportKey(keys.privateKey) };
+}
+
+/** A TLS server certificate for this machine's loopback names. */
+function serverExtensions(): x509.Extension[] {
+  return [
+    new x509.BasicConstraintsExtension(false, undefined, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+    new x509.SubjectAlternativeNameExtension([
+      { type: 'dns', value: 'localhost' },
+      { type: 'ip', value: '127.0.0.1' },
+      { type: 'ip', value: '::1' },
+    ]),
+  ];
 }
 
 function exportKey(key: webcrypto.CryptoKey): string {

@@ -102,6 +102,10 @@ describe('the local certificate authority', () => {
   it('replaces a pair another authority issued when a CA directory is given', async () => {
     const dataDir = tempDir();
     const standalone = await ensureSelfSignedCertificate(join(dataDir, 'idp'));
+    expect(standalone.cert.endsWith('-----END CERTIFICATE-----\n')).toBe(true);
+    const selfSigned = new X509Certificate(standalone.cert);
+    expect(selfSigned.issuer).toBe(selfSigned.subject);
+    expect(selfSigned.verify(selfSigned.publicKey)).toBe(true);
     const reissued = await ensureSelfSignedCertificate(join(dataDir, 'idp'), { caDir: dataDir });
     expect(reissued.created).toBe(true);
     expect(reissued.cert).not.toBe(standalone.cert);
