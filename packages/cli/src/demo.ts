@@ -20,10 +20,17 @@ export interface DemoRow {
 
 const VIEW_AND_LIST = ['internal_user_mgt_view', 'internal_user_mgt_list'];
 
+/**
+ * A 403 `insufficient_scope` challenge names the scopes the call lacked; the
+ * `scope` of a 401 challenge only advertises what the resource offers
+ * (RFC 6750 §3), so a 401 is described by its status alone.
+ */
 function describeOutcome(outcome: GatewayCallOutcome): string {
   if (outcome.kind === 'result') return 'allowed';
   const scope = /scope="([^"]*)"/.exec(outcome.challenge ?? '')?.[1];
-  return scope === undefined ? `${outcome.status}` : `${outcome.status}, missing ${scope}`;
+  return outcome.status === 403 && scope !== undefined
+    ? `${outcome.status}, missing ${scope}`
+    : `${outcome.status}`;
 }
 
 /**
