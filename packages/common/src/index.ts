@@ -64,6 +64,8 @@ export {
   type ThrottleDecision,
 } from './throttle.js';
 export {
+  certificateAuthorityPath,
+  ensureCertificateAuthority,
   ensureSelfSignedCertificate,
   loadTlsFiles,
   selfSignedCertificateFiles,

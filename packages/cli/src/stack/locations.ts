@@ -19,3 +19,12 @@ export const SCIM_ARAZZO_FILE = fileURLToPath(
 export const SCIM_GATEWAY_RULES_FILE = fileURLToPath(
   new URL('../../../../workflows/scim/gateway-rules.yaml', import.meta.url),
 );
+
+/** Preloaded into each service the stack starts (compiled beside this package's entry point). */
+export const PARENT_WATCH_FILE = join(
+  dirname(require.resolve('@mcp-identity/cli')),
+  'parent-watch.js',
+);
+
+/** This command's own entry point, which `up --detach` starts in the background. */
+export const CLI_BIN = join(dirname(require.resolve('@mcp-identity/cli')), 'bin.js');
