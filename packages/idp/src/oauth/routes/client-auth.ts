@@ -1,0 +1,43 @@
+import { authScheme, basicClientCredentials, OAuthError } from '@mcp-identity/common';
+import type { FastifyRequest } from 'fastify';
+import type { Application, AppStore } from '../../apps.js';
+
+/**
+ * The client of a token, revocation or introspection request: HTTP Basic (RFC 6749 §2.3.1),
+ * client_secret_post, or a public client naming only its id.
+ */
+export async function authenticateClient(
+  request: FastifyRequest,
+  form: URLSearchParams,
+  apps: AppStore,
+): Promise<Application> {
+  const header = request.headers.authorization;
+  const basic = authScheme(header) === 'basic';
+  if (header && !basic) {
+    throw new OAuthError('invalid_client', 'Unsupported client authentication', {
+      basicChallenge: true,
+    });
+  }
+  if (basic && form.has('client_secret')) {
+    throw new OAuthError('invalid_request', 'Use only one client authentication method');
+  }
+  const failed = () =>
+    new OAuthError('invalid_client', 'Client authentication failed', { basicChallenge: basic });
+  let clientId: string | null;
+  let secret: string | null;
+  if (basic) {
+    const credentials = basicClientCredentials(header);
+    if (!credentials) throw failed();
+    clientId = credentials.clientId;
+    secret = credentials.clientSecret;
+  } else {
+    clientId = form.get('client_id');
+    secret = form.get('client_secret');
+  }
+  if (!clientId) throw failed();
+  const app = apps.get(clientId);
+  if (app && !app.confidential && secret === null) return app;
+  const authenticated = secret === null ? undefined : await apps.authenticate(clientId, secret);
+  if (!authenticated) throw failed();
+  return authenticated;
+}
