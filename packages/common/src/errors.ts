@@ -74,6 +74,16 @@ export function oauthError(
     .send(body);
 }
 
+/** A throttled OAuth request: 429 with `Retry-After` (RFC 6585 §4, RFC 9110 §10.2.3). */
+export function oauthTooManyRequests(
+  reply: FastifyReply,
+  retryAfterSeconds: number,
+  description: string,
+): FastifyReply {
+  reply.header('retry-after', String(retryAfterSeconds));
+  return oauthError(reply, 429, 'too_many_requests', description);
+}
+
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
 export interface ScimErrorBody {

@@ -1,4 +1,5 @@
 export { type AppOptions, createApp } from './app.js';
+export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
 export {
   ConfigError,
   type ConfigProblem,
@@ -23,6 +24,7 @@ export {
   type OAuthErrorCode,
   oauthError,
   oauthErrorStatus,
+  oauthTooManyRequests,
   SCIM_ERROR_SCHEMA,
   type ScimErrorBody,
   scimError,

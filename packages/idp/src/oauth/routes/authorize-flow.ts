@@ -1,4 +1,5 @@
 import {
+  AUTHORIZATION_REQUEST_PARAMETERS,
   FixedWindowThrottle,
   isRedirectUriAllowed,
   OAuthError,
@@ -13,17 +14,6 @@ import { resolveResource } from './scopes.js';
 
 /** The cookie that binds a rendered login form to the browser it was rendered for. */
 export const CSRF_COOKIE = 'idp_csrf';
-
-const AUTHORIZE_PARAMS = [
-  'client_id',
-  'redirect_uri',
-  'response_type',
-  'code_challenge',
-  'code_challenge_method',
-  'state',
-  'scope',
-  'resource',
-] as const;
 
 export type AuthorizeParams = Record<string, string>;
 
@@ -47,7 +37,7 @@ export function pickAuthorizeParams(source: Record<string, unknown>): {
 } {
   const params: AuthorizeParams = {};
   const repeated: string[] = [];
-  for (const name of AUTHORIZE_PARAMS) {
+  for (const name of AUTHORIZATION_REQUEST_PARAMETERS) {
     const value = source[name];
     if (typeof value === 'string') params[name] = value;
     else if (Array.isArray(value)) repeated.push(name);

@@ -1,6 +1,7 @@
-import { authScheme, basicClientCredentials, OAuthError } from '@mcp-identity/common';
+import { authScheme, basicClientCredentials } from '@mcp-identity/common';
 import type { FastifyRequest } from 'fastify';
 import type { Application, AppStore } from '../../apps.js';
+import { failure } from './failures.js';
 
 /**
  * The client of a token, revocation or introspection request: HTTP Basic (RFC 6749 §2.3.1),
@@ -14,30 +15,26 @@ export async function authenticateClient(
   const header = request.headers.authorization;
   const basic = authScheme(header) === 'basic';
   if (header && !basic) {
-    throw new OAuthError('invalid_client', 'Unsupported client authentication', {
-      basicChallenge: true,
-    });
+    throw failure.unsupportedClientAuth();
   }
   if (basic && form.has('client_secret')) {
-    throw new OAuthError('invalid_request', 'Use only one client authentication method');
+    throw failure.twoClientAuthMethods();
   }
-  const failed = () =>
-    new OAuthError('invalid_client', 'Client authentication failed', { basicChallenge: basic });
   let clientId: string | null;
   let secret: string | null;
   if (basic) {
     const credentials = basicClientCredentials(header);
-    if (!credentials) throw failed();
+    if (!credentials) throw failure.clientAuthFailed(basic);
     clientId = credentials.clientId;
     secret = credentials.clientSecret;
   } else {
     clientId = form.get('client_id');
     secret = form.get('client_secret');
   }
-  if (!clientId) throw failed();
+  if (!clientId) throw failure.clientAuthFailed(basic);
   const app = apps.get(clientId);
   if (app && !app.confidential && secret === null) return app;
   const authenticated = secret === null ? undefined : await apps.authenticate(clientId, secret);
-  if (!authenticated) throw failed();
+  if (!authenticated) throw failure.clientAuthFailed(basic);
   return authenticated;
 }

@@ -1,6 +1,6 @@
-import { OAuthError } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
 import { authenticateClient } from './client-auth.js';
+import { failure } from './failures.js';
 import type { OAuthRouteOptions } from './options.js';
 import { readForm } from './request.js';
 
@@ -11,10 +11,10 @@ export function registerIntrospectionRoute(app: FastifyInstance, options: OAuthR
     const form = readForm(request);
     const client = await authenticateClient(request, form, apps);
     if (!client.confidential) {
-      throw new OAuthError('invalid_client', 'Introspection requires client authentication');
+      throw failure.introspectionNeedsAuth();
     }
     const token = form.get('token');
-    if (!token) throw new OAuthError('invalid_request', 'Missing token parameter');
+    if (!token) throw failure.missingToken();
     reply.header('cache-control', 'no-store');
     const claims = await tokens.verify(token);
     if (claims) return { active: true, token_type: 'Bearer', ...claims };

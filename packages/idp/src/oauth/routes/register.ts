@@ -1,4 +1,4 @@
-import { FixedWindowThrottle, oauthError } from '@mcp-identity/common';
+import { FixedWindowThrottle, oauthError, oauthTooManyRequests } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
 import { MAX_REGISTRATION_BYTES, readClientMetadata } from '../registration.js';
 import type { OAuthRouteOptions } from './options.js';
@@ -17,11 +17,9 @@ export function registerRegistrationRoute(app: FastifyInstance, options: OAuthRo
     // Counted before any work, so parallel requests cannot all slip under the limit.
     const decision = registrationsPerIp.reserve(request.ip);
     if (!decision.allowed) {
-      reply.header('retry-after', String(decision.retryAfterSeconds));
-      return oauthError(
+      return oauthTooManyRequests(
         reply,
-        429,
-        'too_many_requests',
+        decision.retryAfterSeconds,
         'Too many client registrations from this address; try again later.',
       );
     }

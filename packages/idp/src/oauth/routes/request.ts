@@ -1,5 +1,5 @@
-import { OAuthError } from '@mcp-identity/common';
 import type { FastifyRequest } from 'fastify';
+import { failure } from './failures.js';
 
 function mediaType(request: FastifyRequest): string {
   return (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -8,10 +8,7 @@ function mediaType(request: FastifyRequest): string {
 /** The body of a form post (RFC 6749 §3.2: token and authorize posts are form-encoded). */
 export function readForm(request: FastifyRequest): URLSearchParams {
   if (mediaType(request) !== 'application/x-www-form-urlencoded') {
-    throw new OAuthError(
-      'invalid_request',
-      'The request must be application/x-www-form-urlencoded',
-    );
+    throw failure.notForm();
   }
   return new URLSearchParams(typeof request.body === 'string' ? request.body : '');
 }
@@ -19,7 +16,7 @@ export function readForm(request: FastifyRequest): URLSearchParams {
 /** The JSON object of a registration request (RFC 7591 §3.1). */
 export function readJsonObject(request: FastifyRequest): Record<string, unknown> {
   if (mediaType(request) !== 'application/json') {
-    throw new OAuthError('invalid_client_metadata', 'The request must be application/json');
+    throw failure.notJson();
   }
   try {
     const body = JSON.parse(typeof request.body === 'string' ? request.body : '') as unknown;
@@ -29,7 +26,7 @@ export function readJsonObject(request: FastifyRequest): Record<string, unknown>
   } catch {
     // answered below
   }
-  throw new OAuthError('invalid_client_metadata', 'The request body must be a JSON object');
+  throw failure.notJsonObject();
 }
 
 /** The form's fields, repeated ones as arrays (as the query string parser gives them). */

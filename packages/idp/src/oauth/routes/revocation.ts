@@ -1,6 +1,6 @@
-import { OAuthError } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
 import { authenticateClient } from './client-auth.js';
+import { failure } from './failures.js';
 import type { OAuthRouteOptions } from './options.js';
 import { readForm } from './request.js';
 
@@ -14,7 +14,7 @@ export function registerRevocationRoute(app: FastifyInstance, options: OAuthRout
     const form = readForm(request);
     const client = await authenticateClient(request, form, apps);
     const token = form.get('token');
-    if (!token) throw new OAuthError('invalid_request', 'Missing token parameter');
+    if (!token) throw failure.missingToken();
     const claims = await tokens.verify(token);
     if (claims && claims.client_id === client.clientId) tokens.revoke(claims);
     else grants.revokeRefreshToken(token, client.clientId);

@@ -1,8 +1,8 @@
-import { OAuthError } from '@mcp-identity/common';
 import type { Application } from '../../apps.js';
 import { type ApiResource, type ApiResourceStore, mayReceive } from '../../resources.js';
 import type { RoleStore } from '../../scim/roles.js';
 import { currentUserScopes } from '../../subjects.js';
+import { failure } from './failures.js';
 
 export function splitScope(scope: string | null | undefined): string[] {
   return [...new Set((scope ?? '').split(' ').filter(Boolean))];
@@ -43,14 +43,11 @@ export function resolveResource(
 ): ApiResource | undefined {
   if (identifiers.length === 0) return undefined;
   if (identifiers.length > 1) {
-    throw new OAuthError('invalid_target', 'Only one resource may be requested');
+    throw failure.oneResource();
   }
   const resource = resources.get(identifiers[0]!);
   if (!resource || !mayReceive(resource, client, flow)) {
-    throw new OAuthError(
-      'invalid_target',
-      'The resource is unknown or not available to this client',
-    );
+    throw failure.unknownResource();
   }
   return resource;
 }

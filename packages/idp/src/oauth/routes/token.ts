@@ -1,9 +1,10 @@
-import { OAuthError, verifyS256 } from '@mcp-identity/common';
+import { verifyS256 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Application } from '../../apps.js';
 import type { ApiResource } from '../../resources.js';
 import { isActiveUser } from '../../subjects.js';
 import { authenticateClient } from './client-auth.js';
+import { failure } from './failures.js';
 import type { OAuthRouteOptions } from './options.js';
 import { readForm } from './request.js';
 import { intersect, narrowToUser, resolveResource, splitScope } from './scopes.js';
@@ -30,23 +31,23 @@ export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOpti
         response = await refresh(request, client, form);
         break;
       case null:
-        throw new OAuthError('invalid_request', 'Missing grant_type parameter');
+        throw failure.missingGrantType();
       default:
-        throw new OAuthError('unsupported_grant_type', 'Unsupported grant type');
+        throw failure.unsupportedGrantType();
     }
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(response);
   });
 
   const requireGrant = (client: Application, grant: Grant) => {
     if (!client.grantTypes.includes(grant)) {
-      throw new OAuthError('unauthorized_client', `The client is not allowed the ${grant} grant`);
+      throw failure.grantNotAllowed(grant);
     }
   };
 
   const clientCredentials = async (client: Application, form: URLSearchParams) => {
     requireGrant(client, 'client_credentials');
     if (!client.confidential) {
-      throw new OAuthError('unauthorized_client', 'Public clients cannot use client_credentials');
+      throw failure.publicClientCredentials();
     }
     const resource = resolveResource(
       resources,
@@ -81,7 +82,7 @@ export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOpti
     const asked = form.getAll('resource');
     if (bound === undefined) return resolveResource(resources, client, asked, 'user');
     if (asked.length > 0 && (asked.length > 1 || asked[0] !== bound)) {
-      throw new OAuthError('invalid_target', 'The resource differs from the authorized one');
+      throw failure.resourceDiffers();
     }
     return resolveResource(resources, client, [bound], 'user');
   };
@@ -133,17 +134,17 @@ export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOpti
       );
     }
     if (redemption.outcome !== 'redeemed') {
-      throw new OAuthError('invalid_grant', 'The authorization code is invalid or expired');
+      throw failure.invalidCode();
     }
     const code = redemption.grant;
     if (code.clientId !== client.clientId || code.redirectUri !== form.get('redirect_uri')) {
-      throw new OAuthError('invalid_grant', 'The authorization code does not match the request');
+      throw failure.codeMismatch();
     }
     if (!verifyS256(form.get('code_verifier') ?? '', code.codeChallenge)) {
-      throw new OAuthError('invalid_grant', 'PKCE verification failed');
+      throw failure.pkceFailed();
     }
     if (!isActiveUser(users, code.userId)) {
-      throw new OAuthError('invalid_grant', 'The user is no longer active');
+      throw failure.inactiveUser();
     }
     const resource = grantResource(client, form, code.resource);
     const scopes = narrowToUser(roles, client, code.userId, splitScope(code.scope), resource);
@@ -163,25 +164,25 @@ export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOpti
       if (grants.rotateRefreshToken(presented).outcome === 'reused') {
         request.log.warn({ clientId: client.clientId }, 'refresh token reused; family revoked');
       }
-      throw new OAuthError('invalid_grant', 'The refresh token is invalid or expired');
+      throw failure.invalidRefreshToken();
     }
     if (grant.clientId !== client.clientId) {
-      throw new OAuthError('invalid_grant', 'The refresh token is invalid or expired');
+      throw failure.invalidRefreshToken();
     }
     if (!isActiveUser(users, grant.userId)) {
       grants.revokeFamily(grant.familyId);
-      throw new OAuthError('invalid_grant', 'The user is no longer active');
+      throw failure.inactiveUser();
     }
     const requested = form.get('scope');
     const granted = splitScope(grant.scope);
     const asked = requested === null ? granted : splitScope(requested);
     if (!asked.every((s) => granted.includes(s))) {
-      throw new OAuthError('invalid_scope', 'The requested scope exceeds the granted scope');
+      throw failure.scopeExceeded();
     }
     const resource = grantResource(client, form, grant.resource);
     const scopes = narrowToUser(roles, client, grant.userId, asked, resource);
     if (grants.rotateRefreshToken(presented).outcome !== 'rotated') {
-      throw new OAuthError('invalid_grant', 'The refresh token is invalid or expired');
+      throw failure.invalidRefreshToken();
     }
     return userTokens(client, grant.userId, scopes, grant.familyId, resource);
   };
