@@ -16,7 +16,7 @@ export {
 } from './bootstrap.js';
 export { runIdpCli } from './cli.js';
 export { KeyStore } from './keys.js';
-export { DEFAULT_OAUTH_LIMITS, type OAuthLimits } from './oauth/routes.js';
+export { DEFAULT_OAUTH_LIMITS, type OAuthLimits } from './oauth/routes/index.js';
 export {
   type ApiResource,
   ApiResourceError,

@@ -21,7 +21,7 @@ import {
 import { type Db, openDatabase } from './db.js';
 import { KeyStore } from './keys.js';
 import { GrantStore } from './oauth/grants.js';
-import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes.js';
+import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes/index.js';
 import { LoginTransactions } from './oauth/transactions.js';
 import { ApiResourceStore } from './resources.js';
 import { requireAccessRules } from './route-access.js';

@@ -1,3 +1,4 @@
+import { bearerToken } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccessTokenClaims, TokenService } from '../tokens.js';
 import { processBulk } from './bulk.js';
@@ -59,8 +60,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
       : findAccessRule(request.method, request.routeOptions.url ?? '');
     if (!rule) return valveError(reply, 403);
     if (!rule.secured) return;
-    const header = request.headers.authorization ?? '';
-    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    const token = bearerToken(request.headers.authorization);
     const claims = token ? await tokens.verify(token) : undefined;
     if (!claims) {
       reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
