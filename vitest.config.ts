@@ -17,7 +17,11 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'workflows/*/test/**/*.test.ts'],
+    include: [
+      'packages/*/test/**/*.test.ts',
+      'workflows/*/test/**/*.test.ts',
+      'bench/test/**/*.test.ts',
+    ],
     reporters: ['default', './tools/summary-reporter.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,

@@ -1,65 +1,109 @@
 /**
- * Gateway overhead: `tools/call` through the gateway (mcp-auth + mcp-authz, RS256 token) versus
- * straight to the same upstream MCP server, measured with autocannon in one run. Prints both
- * throughputs, their ratio, and the latency the gateway adds at p50 and p99. With Debian's nginx
- * installed, nginx as a plain reverse proxy to the same upstream is measured too, as a reference.
+ * The gateway's own cost, measured against a fast upstream in one run (issue 15).
+ *
+ * Rows: direct to the upstream (a minimal node:http server, and nginx `return 200` when Debian's
+ * nginx is installed), nginx as a plain reverse proxy (1 worker, and one per core), the gateway
+ * without policies, and with mcp-auth + mcp-authz on a warm and on a cold verified-token cache
+ * (`cachemaxsize = 0`: every request verifies an RS256 signature). Each at 10 and 64 keep-alive
+ * connections; req/s, p50/p99, CPU per request of the proxy's process tree (from /proc), and the
+ * ratios: share of direct, share of nginx-as-proxy, added p50.
  *
  *   npm run bench:gateway
- *   GATEWAY_BENCH_SECONDS=20 GATEWAY_BENCH_CONNECTIONS=16 npm run bench:gateway
+ *   npm run bench:gateway -- --seconds 10 --rounds 5 --connections 10,64,128 --client autocannon
+ *   npm run bench:gateway -- --workers 2      # also rows for `gateway serve --workers 2`
+ *   npm run bench:gateway -- --profile        # then a --cpu-prof run of the gateway, summarised
+ *   npm run bench:gateway -- --profile-only --profile-case cold   # only that (warm, cold, open)
+ *   npm run bench:gateway -- --profile-only --profile-dir /tmp/prof  # keeps the .cpuprofile
+ *   npm run bench:gateway -- --syscalls-only  # system calls per request (strace -c -f)
+ *   npm run bench:gateway -- --perf-only      # on-CPU samples with kernel (perf record)
  */
 
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createRequire } from 'node:module';
-import { type AddressInfo, connect } from 'node:net';
-import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { createLogger, hashSecret } from '@mcp-identity/common';
-import { startGateway } from '@mcp-identity/gateway';
-import Fastify from 'fastify';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { mountBenchMcp } from './mcp-route.js';
+import { Cleanup } from './kit/cleanup.js';
+import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js';
+import {
+  type RunningProcess,
+  spawnFastUpstream,
+  TOOL_CALL_BODY,
+  TOOL_RESULT_BODY,
+} from './kit/fast-upstream.js';
+import {
+  cpuProfiles,
+  type GatewayProcess,
+  startGatewayProcess,
+  WorkersUnsupportedError,
+} from './kit/gateway-process.js';
+import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
+import { MCP_HEADERS } from './kit/mcp-headers.js';
+import { startNginx } from './kit/nginx.js';
+import { benchArgs, countsOption, numberOption } from './kit/options.js';
+import { perfInstalled, perfReport, recordPerf, removePerfMap } from './kit/perf-record.js';
+import { samplePeakRss, treeCpuSplitMs, treeRssBytes } from './kit/process-stats.js';
+import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
+import { fixed, markdownTable, percent, times } from './kit/table.js';
 
-interface AutocannonResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
-// autocannon ships no type declarations; this is the slice of its API used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  method: string;
-  connections: number;
-  duration: number;
-  headers: Record<string, string>;
-  body: string;
-}) => Promise<AutocannonResult>;
-
-const SECONDS = Number(process.env.GATEWAY_BENCH_SECONDS ?? 8);
-const CONNECTIONS = Number(process.env.GATEWAY_BENCH_CONNECTIONS ?? 10);
+const args = benchArgs({
+  seconds: { type: 'string', default: '5' },
+  rounds: { type: 'string', default: '3' },
+  warmup: { type: 'string', default: '2' },
+  connections: { type: 'string', default: '10,64' },
+  client: { type: 'string' },
+  threads: { type: 'string', default: '1' },
+  workers: { type: 'string' },
+  profile: { type: 'boolean', default: false },
+  'profile-only': { type: 'boolean', default: false },
+  'profile-case': { type: 'string', default: 'warm' },
+  'profile-dir': { type: 'string' },
+  syscalls: { type: 'boolean', default: false },
+  'syscalls-only': { type: 'boolean', default: false },
+  perf: { type: 'boolean', default: false },
+  'perf-only': { type: 'boolean', default: false },
+});
+const SECONDS = numberOption('seconds', args.seconds, 1);
+const WARMUP_SECONDS = numberOption('warmup', args.warmup);
+const ROUNDS = numberOption('rounds', args.rounds, 1);
+const CONNECTIONS = countsOption('connections', args.connections);
+const THREADS = numberOption('threads', args.threads, 1);
+const WORKERS = args.workers === undefined ? undefined : numberOption('workers', args.workers, 1);
+const CORES = availableParallelism();
 const ISSUER = 'https://idp.bench/oauth2/token';
 const AUDIENCE = 'bench-client';
+const KEY_MANAGER = 'bench-idp';
 
-/** A stateless MCP server (official SDK, JSON responses) with one cheap tool. */
-async function startUpstream() {
-  const app = Fastify({ logger: false });
-  mountBenchMcp(app, { name: 'search_users', text: 'found 0' });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, url: `${url}/mcp` };
+interface Target {
+  name: string;
+  url: string;
+  /** Whose CPU is charged to the row: the proxy's (or, for direct rows, the upstream's). */
+  pid: number;
+  headers?: Record<string, string>;
+  /** RSS right after start-up, before any load. */
+  idleRss?: number | undefined;
 }
 
-/** JWKS endpoint plus a signer for one RS256 key. */
-async function startKeyManager() {
+interface Measured extends LoadResult {
+  cpuMsPerRequest: number | undefined;
+  /** Share of that CPU time spent in the kernel (system calls, TCP on loopback). */
+  kernelShare: number | undefined;
+  peakRss: number | undefined;
+}
+
+/** JWKS endpoint plus one RS256 token it verifies; lives in this process (fetched once). */
+async function startKeyManager(cleanup: Cleanup) {
   const { privateKey, publicKey } = await generateKeyPair('RS256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench-1', alg: 'RS256', use: 'sig' };
-  const app = Fastify({ logger: false });
-  app.get('/jwks', async () => ({ keys: [jwk] }));
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const jwks = JSON.stringify({
+    keys: [{ ...(await exportJWK(publicKey)), kid: 'bench-1', alg: 'RS256', use: 'sig' }],
+  });
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(jwks);
+  }).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanup.add(() => new Promise((resolve) => server.close(resolve)));
   const token = await new SignJWT({ scope: 'internal_user_mgt_list', sub: 'bench' })
     .setProtectedHeader({ alg: 'RS256', kid: 'bench-1' })
     .setIssuer(ISSUER)
@@ -67,175 +111,27 @@ async function startKeyManager() {
     .setIssuedAt()
     .setExpirationTime('2h')
     .sign(privateKey);
-  return { app, jwksUri: `${url}/jwks`, token };
+  const jwksUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
+  return { jwksUri, token };
 }
 
-async function run(url: string, headers: Record<string, string>) {
-  const result = await autocannon({
-    url,
-    method: 'POST',
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      ...headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'search_users', arguments: {} },
-    }),
-  });
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`${url}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
-  }
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
-}
-
-/**
- * The upstream runs in its own process (this file with `--upstream`), so the gateway and the
- * MCP server do not share one event loop, as in a real deployment.
- */
-async function spawnUpstream(): Promise<{ url: string; stop(): void }> {
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, fileURLToPath(import.meta.url), '--upstream'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const [line] = (await once(
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }),
-    'line',
-  )) as [string];
-  return { url: line, stop: () => child.kill() };
-}
-
-if (process.argv.includes('--upstream')) {
-  const upstream = await startUpstream();
-  console.log(upstream.url);
-} else {
-  await main();
-}
-
-/**
- * nginx as a plain reverse proxy to the same upstream, when Debian's nginx is installed: the
- * reference for what any proxy hop costs, without authentication.
- */
-async function startNginx(upstreamUrl: string): Promise<{ url: string; stop(): void } | undefined> {
-  const binary = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((candidate) => existsSync(candidate));
-  if (binary === undefined) return undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-bench-nginx-'));
-  const port = await freePort();
-  const upstream = new URL(upstreamUrl);
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  upstream mcp { server ${upstream.host}; keepalive 32; }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://mcp${upstream.pathname};
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-    }
-  }
-}
-`,
-  );
-  // nginx writes to its own error.log; inheriting our stdio would keep pipes open after we exit.
-  const child = spawn(binary, ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: 'ignore' });
-  try {
-    await waitForPort(port);
-  } catch (error) {
-    child.kill('SIGKILL');
-    const log = readFileSync(join(dir, 'error.log'), 'utf8');
-    throw new Error(`nginx did not start: ${(error as Error).message}\n${log}`);
-  }
+function proxyDefinition(name: string, context: string, upstreamUrl: string, policies: boolean) {
   return {
-    url: `http://127.0.0.1:${port}/`,
-    stop: () => {
-      child.kill('SIGQUIT');
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  return port;
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const socket = connect(port, '127.0.0.1');
-    const connected = await new Promise<boolean>((resolve) => {
-      socket.once('connect', () => resolve(true));
-      socket.once('error', () => resolve(false));
-    });
-    socket.destroy();
-    if (connected) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`nothing listens on 127.0.0.1:${port}`);
-}
-
-async function main() {
-  const dataDir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
-  const upstream = await spawnUpstream();
-  const km = await startKeyManager();
-  const gateway = await startGateway({
-    logger: createLogger({ level: 'silent', pretty: false }),
-    settings: {
-      data_dir: dataDir,
-      listeners: { host: '127.0.0.1', https_port: 0, http_port: 0, management_port: 0 },
-      management: {
-        users: [{ username: 'admin', password_hash: await hashSecret('bench'), roles: ['admin'] }],
-      },
-      policy_configurations: {
-        jwtauth_v1: {
-          keymanagers: [{ name: 'idp', issuer: ISSUER, jwks: { remote: { uri: km.jwksUri } } }],
-        },
-      },
-    },
-  });
-
-  try {
-    const deployed = await fetch(`${gateway.managementUrl}/api/management/v1/mcp-proxies`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Basic ${Buffer.from('admin:bench').toString('base64')}`,
-      },
-      body: JSON.stringify({
-        apiVersion: 'gateway.api-platform.vendor/v1',
-        kind: 'Mcp',
-        metadata: { name: 'bench-v1.0' },
-        spec: {
-          displayName: 'bench',
-          version: 'v1.0',
-          context: '/bench',
-          specVersions: ['2025-06-18'],
-          upstream: { url: upstream.url },
-          policies: [
+    apiVersion: 'gateway.api-platform.vendor/v1',
+    kind: 'Mcp',
+    metadata: { name: `${name}-v1.0` },
+    spec: {
+      displayName: name,
+      version: 'v1.0',
+      context,
+      specVersions: ['2025-06-18'],
+      upstream: { url: upstreamUrl },
+      policies: policies
+        ? [
             {
               name: 'mcp-auth',
               version: 'v1',
-              params: { issuers: ['idp'], audiences: [AUDIENCE] },
+              params: { issuers: [KEY_MANAGER], audiences: [AUDIENCE] },
             },
             {
               name: 'mcp-authz',
@@ -244,43 +140,385 @@ async function main() {
                 tools: [{ name: 'search_users', scopes: { allOf: ['internal_user_mgt_list'] } }],
               },
             },
-          ],
-        },
-      }),
-    });
-    if (deployed.status !== 201) throw new Error(`deploy failed: ${deployed.status}`);
+          ]
+        : [],
+    },
+  };
+}
 
-    const gatewayUrl = `${gateway.plainUrl}/bench/mcp`;
-    const auth = { authorization: `Bearer ${km.token}` };
-    await run(upstream.url, {}); // warm-up: JIT and keep-alive pools
-    await run(gatewayUrl, auth);
-    const direct = await run(upstream.url, {});
-    const through = await run(gatewayUrl, auth);
-    const nginx = await startNginx(upstream.url);
-    const viaNginx = nginx ? await run(nginx.url, {}).finally(() => nginx.stop()) : undefined;
+/** Warms the path up (JIT, keep-alive pools, caches), then measures it. */
+async function measure(
+  client: LoadClient,
+  target: Target,
+  connections: number,
+  warmUp: boolean,
+): Promise<Measured> {
+  const spec = {
+    url: target.url,
+    connections,
+    method: 'POST' as const,
+    headers: { ...MCP_HEADERS, ...target.headers },
+    body: TOOL_CALL_BODY,
+    threads: THREADS,
+  };
+  if (warmUp && WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
+  const cpuBefore = treeCpuSplitMs(target.pid);
+  const rss = samplePeakRss(target.pid);
+  const result = await runLoad(client, { ...spec, seconds: SECONDS });
+  const peakRss = rss.stop();
+  const cpuAfter = treeCpuSplitMs(target.pid);
+  let cpuMsPerRequest: number | undefined;
+  let kernelShare: number | undefined;
+  if (cpuBefore && cpuAfter) {
+    const user = cpuAfter.userMs - cpuBefore.userMs;
+    const system = cpuAfter.systemMs - cpuBefore.systemMs;
+    cpuMsPerRequest = (user + system) / result.requests;
+    kernelShare = user + system > 0 ? system / (user + system) : undefined;
+  }
+  return { ...result, cpuMsPerRequest, kernelShare, peakRss };
+}
 
-    const row = (name: string, r: typeof direct) =>
-      `${name.padEnd(22)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms`;
-    console.log(`tools/call, ${CONNECTIONS} connections, ${SECONDS} s each, plain HTTP`);
-    console.log(row('direct to upstream', direct));
-    console.log(row('gateway (auth+authz)', through));
-    if (viaNginx) console.log(row('nginx (plain proxy)', viaNginx));
-    else console.log('nginx (plain proxy)    skipped: install Debian nginx for this reference row');
-    console.log(
-      `throughput ratio (gateway / direct): ${((through.rps / direct.rps) * 100).toFixed(1)}%`,
-    );
-    console.log(
-      `added latency: p50 ${through.p50 - direct.p50} ms, p99 ${through.p99 - direct.p99} ms`,
-    );
-    if (viaNginx) {
-      console.log(
-        `nginx / direct: ${((viaNginx.rps / direct.rps) * 100).toFixed(1)}%, gateway / nginx: ${((through.rps / viaNginx.rps) * 100).toFixed(1)}%`,
-      );
-    }
+async function main(): Promise<void> {
+  const cleanup = new Cleanup();
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
+  cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
+  try {
+    await runBench(cleanup, dir);
   } finally {
-    await gateway.close();
-    upstream.stop();
-    await km.app.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await cleanup.run();
   }
 }
+
+const DIRECT_NODE = 'direct: node:http upstream';
+const DIRECT_NGINX = 'direct: nginx return 200';
+const NGINX_1 = 'nginx proxy, 1 worker';
+const NGINX_N = `nginx proxy, ${CORES} workers`;
+
+async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
+  const client = await pickLoadClient(args.client);
+  const loadAtStart = loadavg()[0] as number;
+  const keyManager = await startKeyManager(cleanup);
+  const started = <T extends RunningProcess | undefined>(process: T): T => {
+    if (process) cleanup.add(() => process.stop());
+    return process;
+  };
+  const keyManagerConfig = { name: KEY_MANAGER, issuer: ISSUER, jwksUri: keyManager.jwksUri };
+  const auth = { authorization: `Bearer ${keyManager.token}` };
+
+  const nodeUpstream = started(await spawnFastUpstream());
+  const nginxUpstream = started(await startNginx({ kind: 'fixed', body: TOOL_RESULT_BODY }));
+  // Proxies get the cheapest upstream there is, so that it is never what limits them.
+  const upstream = nginxUpstream ?? nodeUpstream;
+  const notes: string[] = [];
+  if (!nginxUpstream) notes.push('nginx rows skipped: install Debian nginx for them');
+
+  let workers = WORKERS;
+  if (!args['profile-only'] && !args['syscalls-only'] && !args['perf-only']) {
+    const targets: Target[] = [{ name: DIRECT_NODE, url: nodeUpstream.url, pid: nodeUpstream.pid }];
+    if (nginxUpstream) {
+      targets.push({ name: DIRECT_NGINX, url: nginxUpstream.url, pid: nginxUpstream.pid });
+      for (const [name, count] of [
+        [NGINX_1, 1],
+        [NGINX_N, CORES],
+      ] as const) {
+        const nginx = started(
+          await startNginx({ kind: 'proxy', upstreamUrl: upstream.url, workers: count }),
+        );
+        if (nginx) targets.push({ name, url: nginx.url, pid: nginx.pid });
+      }
+    }
+    const gateways = {
+      dir,
+      keyManager: keyManagerConfig,
+      auth,
+      upstreamUrl: upstream.url,
+      started,
+    };
+    targets.push(...(await gatewayTargets(gateways, undefined)));
+    if (workers !== undefined) {
+      try {
+        targets.push(...(await gatewayTargets(gateways, workers)));
+      } catch (error) {
+        if (!(error instanceof WorkersUnsupportedError)) throw error;
+        workers = undefined;
+        notes.push(
+          `gateway serve --workers ${WORKERS} was refused (${error.message}): rows skipped`,
+        );
+      }
+    }
+    console.log(
+      `tools/call over plain HTTP/1.1 keep-alive; median of ${ROUNDS} interleaved rounds of ${SECONDS} s per row, after ${WARMUP_SECONDS} s warm-up; load client ${client}${client === 'wrk' ? ` (${THREADS} thread)` : ''}; ${CORES} cores; node ${process.version}; load average at start ${loadAtStart.toFixed(2)}`,
+    );
+    const baseline = nginxUpstream ? DIRECT_NGINX : DIRECT_NODE;
+    console.log(
+      `proxies forward to "${baseline}"; CPU/req is the row's proxy process tree (the upstream's for direct rows); "share of direct" compares with that upstream.`,
+    );
+    const goals: string[] = [];
+    for (const connections of CONNECTIONS) {
+      // Rows take turns, round after round, so load from elsewhere on the machine falls on all
+      // of them alike; each row reports its median round (by req/s).
+      const rounds = new Map<string, Measured[]>(targets.map((target) => [target.name, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const target of targets) {
+          const measured = await measure(client, target, connections, round === 0);
+          rounds.get(target.name)?.push(measured);
+        }
+      }
+      const results = new Map(
+        [...rounds].map(([name, list]) => {
+          const sorted = [...list].sort((a, b) => a.rps - b.rps);
+          return [name, sorted[Math.floor((sorted.length - 1) / 2)] as Measured];
+        }),
+      );
+      console.log(`\n${connections} connections`);
+      console.log(resultTable(targets, results, baseline));
+      goals.push(...goalLines(connections, targets, results, baseline));
+    }
+    console.log('\nissue 15 goals:');
+    for (const line of goals) console.log(`- ${line}`);
+    for (const note of notes) console.log(`note: ${note}`);
+    console.log(`load average at end ${(loadavg()[0] as number).toFixed(2)}`);
+  }
+
+  const instrumented = { upstreamUrl: upstream.url, keyManager: keyManagerConfig, auth, workers };
+  if (args.profile || args['profile-only']) {
+    await instrumentGateway(client, dir, instrumented, 'cpu-prof');
+  }
+  if (args.perf || args['perf-only']) {
+    if (perfInstalled()) await instrumentGateway(client, dir, instrumented, 'perf');
+    else console.log('note: --perf needs Linux perf (apt-get install linux-perf)');
+  }
+  if (args.syscalls || args['syscalls-only']) {
+    if (straceInstalled()) await instrumentGateway(client, dir, instrumented, 'strace');
+    else console.log('note: --syscalls needs strace (apt-get install strace)');
+  }
+}
+
+/**
+ * Two gateway processes: one with a proxy without policies and one with mcp-auth + mcp-authz
+ * (warm token cache), one with `cachemaxsize = 0` and the mcp-auth + mcp-authz proxy (cold).
+ */
+async function gatewayTargets(
+  setup: {
+    dir: string;
+    keyManager: { name: string; issuer: string; jwksUri: string };
+    auth: Record<string, string>;
+    upstreamUrl: string;
+    started: <T extends RunningProcess>(process: T) => T;
+  },
+  workers: number | undefined,
+): Promise<Target[]> {
+  const label = workers === undefined ? '' : ` --workers ${workers}`;
+  const start = async (name: string, tokenCacheEntries?: number) => {
+    const path = join(setup.dir, `${name}${workers ?? ''}`);
+    const gateway = setup.started(
+      await startGatewayProcess({
+        dir: path,
+        keyManager: setup.keyManager,
+        tokenCacheEntries,
+        workers,
+      }),
+    );
+    return { gateway, idleRss: treeRssBytes(gateway.pid) };
+  };
+  const warm = await start('warm');
+  const probe = (path: string, auth: Record<string, string>) => ({
+    path,
+    headers: { ...MCP_HEADERS, ...auth },
+    body: TOOL_CALL_BODY,
+  });
+  await warm.gateway.deploy(
+    proxyDefinition('open', '/open', setup.upstreamUrl, false),
+    probe('/open/mcp', {}),
+  );
+  await warm.gateway.deploy(
+    proxyDefinition('bench', '/bench', setup.upstreamUrl, true),
+    probe('/bench/mcp', setup.auth),
+  );
+  const cold = await start('cold', 0);
+  await cold.gateway.deploy(
+    proxyDefinition('bench', '/bench', setup.upstreamUrl, true),
+    probe('/bench/mcp', setup.auth),
+  );
+  const target = (
+    name: string,
+    at: typeof warm,
+    path: string,
+    headers?: Record<string, string>,
+  ) => ({
+    name: `gateway${label}, ${name}`,
+    url: `${at.gateway.plainUrl}${path}`,
+    pid: at.gateway.pid,
+    idleRss: at.idleRss,
+    ...(headers ? { headers } : {}),
+  });
+  return [
+    target('no policies', warm, '/open/mcp'),
+    target('auth+authz, warm cache', warm, '/bench/mcp', setup.auth),
+    target('auth+authz, cold cache', cold, '/bench/mcp', setup.auth),
+  ];
+}
+
+function resultTable(targets: Target[], results: Map<string, Measured>, baseline: string): string {
+  const direct = results.get(baseline) as Measured;
+  const viaNginx1 = results.get(NGINX_1);
+  const viaNginxN = results.get(NGINX_N);
+  const rows = targets.map((target) => {
+    const r = results.get(target.name) as Measured;
+    return [
+      target.name,
+      r.rps.toFixed(0),
+      fixed(r.p50Ms, 2),
+      fixed(r.p99Ms, 2),
+      fixed(r.cpuMsPerRequest, 4),
+      percent(r.kernelShare, 1),
+      percent(r.rps, direct.rps),
+      percent(r.rps, viaNginx1?.rps),
+      percent(r.rps, viaNginxN?.rps),
+      fixed(r.p50Ms - direct.p50Ms, 2),
+      times(r.cpuMsPerRequest, viaNginx1?.cpuMsPerRequest),
+    ];
+  });
+  return markdownTable(
+    [
+      'path',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'CPU ms/req',
+      'in kernel',
+      'share of direct',
+      'share of nginx 1w',
+      `share of nginx ${CORES}w`,
+      'added p50 ms',
+      'CPU/req × nginx 1w',
+    ],
+    rows,
+  );
+}
+
+/** Issue 15's targets for the fast path (auth+authz, warm cache), as measured. */
+function goalLines(
+  connections: number,
+  targets: Target[],
+  results: Map<string, Measured>,
+  baseline: string,
+): string[] {
+  const direct = results.get(baseline) as Measured;
+  return targets
+    .filter((t) => t.name.includes('warm cache'))
+    .map((target) => {
+      const r = results.get(target.name) as Measured;
+      const sameCores = results.get(target.name.includes('--workers') ? NGINX_N : NGINX_1);
+      const rssMb = fixed((r.peakRss ?? Number.NaN) / 2 ** 20, 0);
+      const rssRatio = fixed((r.peakRss ?? Number.NaN) / (target.idleRss ?? Number.NaN), 2);
+      return `${connections} conns, ${target.name}: ${percent(r.rps, sameCores?.rps)} of nginx as proxy on the same cores (goal ≥ 35%), CPU ${fixed(r.cpuMsPerRequest, 4)} ms/req (≤ 0.04), added p50 ${fixed(r.p50Ms - direct.p50Ms, 2)} ms (≤ 0.2 at 10 connections), peak RSS ${rssMb} MB = ${rssRatio}× idle (≤ 1.5×)`;
+    });
+}
+
+/**
+ * Runs one gateway case (`--profile-case`) under an instrument: `node --cpu-prof`, summarised, or
+ * `strace -c -f`, as system calls per request.
+ */
+async function instrumentGateway(
+  client: LoadClient,
+  dir: string,
+  setup: {
+    upstreamUrl: string;
+    keyManager: { name: string; issuer: string; jwksUri: string };
+    auth: Record<string, string>;
+    workers: number | undefined;
+  },
+  instrument: 'cpu-prof' | 'strace' | 'perf',
+): Promise<void> {
+  const { upstreamUrl, keyManager, auth } = setup;
+  const which = args['profile-case'] as string;
+  if (!['warm', 'cold', 'open'].includes(which)) {
+    throw new Error(`--profile-case is warm, cold or open, not ${which}`);
+  }
+  // Kept when --profile-dir is given, to open in Chrome DevTools or speedscope.
+  const profileDir = args['profile-dir'] ?? join(dir, 'profile');
+  mkdirSync(profileDir, { recursive: true });
+  const gateway: GatewayProcess = await startGatewayProcess({
+    dir: join(dir, `${instrument}-gateway`),
+    keyManager,
+    tokenCacheEntries: which === 'cold' ? 0 : undefined,
+    workers: setup.workers,
+    ...(instrument === 'cpu-prof' ? { cpuProfileDir: profileDir } : {}),
+    ...(instrument === 'perf' ? { nodeFlags: ['--perf-basic-prof'] } : {}),
+  });
+  const perfData = join(dir, 'perf.data');
+  const connections = CONNECTIONS[0] as number;
+  let result: LoadResult;
+  const microseconds = () => Number(process.hrtime.bigint() / 1000n);
+  let window = { fromUs: 0, toUs: 0 };
+  let syscalls: Map<string, number> | undefined;
+  try {
+    const policies = which !== 'open';
+    const load = {
+      url: `${gateway.plainUrl}/bench/mcp`,
+      connections,
+      method: 'POST' as const,
+      headers: { ...MCP_HEADERS, ...(policies ? auth : {}) },
+      body: TOOL_CALL_BODY,
+      threads: THREADS,
+    };
+    await gateway.deploy(proxyDefinition('bench', '/bench', upstreamUrl, policies), {
+      path: '/bench/mcp',
+      headers: load.headers,
+      body: TOOL_CALL_BODY,
+    });
+    if (WARMUP_SECONDS > 0) await runLoad(client, { ...load, seconds: WARMUP_SECONDS });
+    const trace =
+      instrument === 'strace'
+        ? await traceSyscalls(gateway.pid, join(dir, 'strace.txt'))
+        : undefined;
+    const perf = instrument === 'perf' ? await recordPerf(gateway.pid, perfData) : undefined;
+    window = { fromUs: microseconds(), toUs: 0 };
+    result = await runLoad(client, { ...load, seconds: SECONDS });
+    window.toUs = microseconds();
+    syscalls = await trace?.stop();
+    await perf?.stop();
+  } finally {
+    await gateway.stop();
+  }
+  const what = `${which} case, ${connections} connections, ${SECONDS} s`;
+  if (instrument === 'perf') {
+    try {
+      console.log(`\non-CPU samples of the gateway, kernel included (perf record, ${what}):`);
+      for (const sort of ['dso', 'dso,sym'] as const) {
+        const rows = await perfReport(perfData, sort, sort === 'dso' ? 12 : 30);
+        console.log(
+          `\n${markdownTable(
+            [sort === 'dso' ? 'shared object' : 'shared object, symbol', 'share'],
+            rows.map((r) => [r.name, r.share]),
+          )}`,
+        );
+      }
+    } finally {
+      removePerfMap(gateway.pid);
+    }
+    return;
+  }
+  if (syscalls) {
+    const rows = [...syscalls]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([name, calls]) => [name, String(calls), fixed(calls / result.requests, 2)]);
+    console.log(
+      `\nsystem calls of the gateway per request (${what}, ${result.requests} requests at ${result.rps.toFixed(0)} req/s under strace):`,
+    );
+    console.log(markdownTable(['system call', 'calls', 'per request'], rows));
+    return;
+  }
+  console.log(
+    `\nCPU profile of the gateway (${what}, ${result.rps.toFixed(0)} req/s under the profiler):`,
+  );
+  for (const file of cpuProfiles(profileDir)) {
+    console.log(
+      `\n${file}\n${formatProfileSummary(summariseCpuProfile(file, { top: 25, window }))}`,
+    );
+  }
+}
+
+await main();

@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** The request every gateway benchmark sends, and the fixed answer of the fast upstreams. */
+export const TOOL_CALL_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'search_users', arguments: { filter: 'userName sw a', count: 5 } },
+});
+export const TOOL_RESULT_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  result: { content: [{ type: 'text', text: 'found 0 users' }], isError: false },
+});
+
+export interface RunningProcess {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts `fast-upstream-server.ts` as its own process, so it never shares an event loop. */
+export async function spawnFastUpstream(): Promise<RunningProcess> {
+  const entry = fileURLToPath(new URL('./fast-upstream-server.ts', import.meta.url));
+  const child = spawn(process.execPath, [...process.execArgv, entry], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  const [line] = (await Promise.race([
+    once(createInterface({ input: child.stdout as NodeJS.ReadableStream }), 'line'),
+    exited.then(() => {
+      throw new Error('the fast upstream exited before listening');
+    }),
+  ])) as [string];
+  return {
+    url: line,
+    pid: child.pid as number,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+
+/** A port the kernel just handed out on 127.0.0.1 (free now; a process about to start takes it). */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Resolves once something accepts TCP connections on 127.0.0.1:port; bounded by `timeoutMs`. */
+export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const socket = connect(port, '127.0.0.1');
+    const connected = await new Promise<boolean>((resolve) => {
+      socket.once('connect', () => resolve(true));
+      socket.once('error', () => resolve(false));
+    });
+    socket.destroy();
+    if (connected) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
+}

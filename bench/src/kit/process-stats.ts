@@ -1,0 +1,117 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/**
+ * CPU time and memory of a process and all its descendants (workers, nginx's worker processes),
+ * read from Linux's /proc. Elsewhere every reading is `undefined` and benchmarks print "n/a".
+ */
+
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+interface ProcStat {
+  ppid: number;
+  userTicks: number;
+  systemTicks: number;
+}
+
+function readStat(pid: number): ProcStat | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces and parentheses; fields resume after the last ')'.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    // Fields 4 (ppid), 14 (utime) and 15 (stime) of proc(5), counted from `state` (field 3).
+    return {
+      ppid: Number(fields[1]),
+      userTicks: Number(fields[11]),
+      systemTicks: Number(fields[12]),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pid and the pids of all its live descendants. */
+export function processTree(rootPid: number): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [rootPid];
+  }
+  const children = new Map<number, number[]>();
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    const stat = readStat(pid);
+    if (!stat) continue;
+    const siblings = children.get(stat.ppid) ?? [];
+    siblings.push(pid);
+    children.set(stat.ppid, siblings);
+  }
+  const tree = [rootPid];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i] as number) ?? []));
+  return tree;
+}
+
+/** CPU time, in milliseconds, consumed so far by a process tree: in user space and in the kernel. */
+export function treeCpuSplitMs(rootPid: number): { userMs: number; systemMs: number } | undefined {
+  let user = 0;
+  let system = 0;
+  let seen = false;
+  for (const pid of processTree(rootPid)) {
+    const stat = readStat(pid);
+    if (!stat) continue;
+    seen = true;
+    user += stat.userTicks;
+    system += stat.systemTicks;
+  }
+  const ms = (ticks: number) => (ticks * 1000) / TICKS_PER_SECOND;
+  return seen ? { userMs: ms(user), systemMs: ms(system) } : undefined;
+}
+
+/** User + system CPU time, in milliseconds, consumed so far by a process tree. */
+export function treeCpuMs(rootPid: number): number | undefined {
+  const split = treeCpuSplitMs(rootPid);
+  return split && split.userMs + split.systemMs;
+}
+
+/** Resident memory of a process tree, in bytes. */
+export function treeRssBytes(rootPid: number): number | undefined {
+  let total = 0;
+  let seen = false;
+  for (const pid of processTree(rootPid)) {
+    try {
+      const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (!match) continue;
+      total += Number(match[1]) * 1024;
+      seen = true;
+    } catch {
+      // The process exited between the listing and the read.
+    }
+  }
+  return seen ? total : undefined;
+}
+
+/** Samples the peak RSS of a process tree until `stop()` is called. */
+export function samplePeakRss(rootPid: number, everyMs = 250): { stop(): number | undefined } {
+  let peak: number | undefined;
+  const sample = () => {
+    const rss = treeRssBytes(rootPid);
+    if (rss !== undefined) peak = Math.max(peak ?? 0, rss);
+  };
+  sample();
+  const timer = setInterval(sample, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LoadClient, runLoad } from '../src/kit/load.js';
+
+const wrkInstalled = (() => {
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT';
+  }
+})();
+
+const seen: { headers: IncomingHttpHeaders; body: string }[] = [];
+const server = createServer((request, response) => {
+  let body = '';
+  request.on('data', (chunk: Buffer) => {
+    body += chunk.toString();
+  });
+  request.on('end', () => {
+    // Only the requests of the test that sends to /mcp (a previous test's last ones may linger).
+    if (request.url === '/mcp' && seen.length < 5) seen.push({ headers: request.headers, body });
+    response.writeHead(request.url === '/fail' ? 500 : 200).end('ok');
+  });
+});
+let origin = '';
+beforeAll(async () => {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+const clients: LoadClient[] = wrkInstalled ? ['autocannon', 'wrk'] : ['autocannon'];
+
+describe.each(clients)('closed-loop load with %s', (client) => {
+  it('sends the method, headers and body as given and reports throughput and latency', async () => {
+    seen.length = 0;
+    // A value that would end a Lua long string early if it were not escaped.
+    const awkward = 'Bearer a]]b]=]c';
+    const result = await runLoad(client, {
+      url: `${origin}/mcp`,
+      connections: 2,
+      seconds: 1,
+      method: 'POST',
+      headers: { authorization: awkward, 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}',
+    });
+    expect(result.requests).toBeGreaterThan(0);
+    expect(result.rps).toBeGreaterThan(0);
+    expect(result.p99Ms).toBeGreaterThanOrEqual(result.p50Ms);
+    expect(seen[0]?.headers.authorization).toBe(awkward);
+    expect(seen[0]?.body).toBe('{"jsonrpc":"2.0","id":1,"method":"tools/call"}');
+  });
+
+  it('fails instead of reporting the speed of error answers', async () => {
+    await expect(
+      runLoad(client, {
+        url: `${origin}/fail`,
+        connections: 1,
+        seconds: 1,
+        method: 'GET',
+        headers: {},
+      }),
+    ).rejects.toThrow(/2xx/);
+  });
+});

@@ -1,0 +1,56 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { processTree, treeCpuMs, treeCpuSplitMs, treeRssBytes } from '../src/kit/process-stats.js';
+
+// A parent that does nothing but wait for its child, which burns 300 ms of CPU time (not wall
+// time: the machine may be busy) and then waits.
+const BURNING_CHILD = `
+const { spawn } = require('node:child_process');
+const child = spawn(process.execPath, ['-e', \`
+  let x = 0;
+  while (process.cpuUsage().user < 300_000) for (let i = 0; i < 1e6; i++) x += i;
+  process.stdout.write('burnt\\\\n'); setInterval(() => {}, 1000);
+\`], { stdio: ['ignore', 'inherit', 'inherit'] });
+process.stdout.write(child.pid + '\\n');
+process.on('SIGTERM', () => { child.kill(); process.exit(0); });
+setInterval(() => {}, 1000);
+`;
+
+describe.runIf(process.platform === 'linux')('process tree statistics from /proc', () => {
+  it("counts the CPU time of a process's descendants, not only its own", async () => {
+    const parent = spawn(process.execPath, ['-e', BURNING_CHILD], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let output = '';
+      parent.stdout?.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      const deadline = Date.now() + 15_000;
+      while (!output.includes('burnt') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(output).toContain('burnt');
+      const childPid = Number(output.split('\n')[0]);
+      const pid = parent.pid as number;
+      expect(processTree(pid)).toContain(childPid);
+      const ownOnly = treeCpuMs(childPid) as number;
+      const tree = treeCpuMs(pid) as number;
+      expect(ownOnly).toBeGreaterThanOrEqual(250);
+      expect(tree).toBeGreaterThan(ownOnly);
+      // The burn is user-space work: most of the child's CPU time is not in the kernel.
+      const split = treeCpuSplitMs(childPid) as { userMs: number; systemMs: number };
+      expect(split.userMs).toBeGreaterThan(split.systemMs);
+      expect(treeRssBytes(pid)).toBeGreaterThan(treeRssBytes(childPid) as number);
+    } finally {
+      parent.kill('SIGTERM');
+      await once(parent, 'exit');
+    }
+  });
+
+  it('reads nothing for a process that does not exist', () => {
+    expect(treeCpuMs(2 ** 22 + 1)).toBeUndefined();
+    expect(treeRssBytes(2 ** 22 + 1)).toBeUndefined();
+  });
+});
