@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { VerifiedToken } from './auth/verifier.js';
 import type { McpCall } from './jsonrpc.js';
 import { unauthenticated } from './policies/challenge.js';
-import type { Exchange, Refusal } from './policies/policy.js';
+import type { AuthOutcome, Exchange, Refusal } from './policies/policy.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 
 export type Decision =
@@ -45,7 +45,9 @@ export class McpExchange implements Exchange {
   missingScopes: readonly string[] | undefined = undefined;
   upstreamStatus: number | undefined = undefined;
   readonly started = performance.now();
-  private authentication: Promise<Refusal | undefined> | undefined = undefined;
+  /** The caller's authentication once it ran: its refusal, if any (or null for none yet). */
+  private authentication: Refusal | undefined | null = null;
+  private pendingAuthentication: Promise<Refusal | undefined> | undefined = undefined;
   private urls: ResourceUrls | undefined = undefined;
 
   constructor(
@@ -70,9 +72,23 @@ export class McpExchange implements Exchange {
     return this.runtime.scopesSupported;
   }
 
-  authenticate(): Promise<Refusal | undefined> {
-    this.authentication ??= this.runAuthentication();
-    return this.authentication;
+  authenticate(): Refusal | undefined | Promise<Refusal | undefined> {
+    if (this.authentication !== null) return this.authentication;
+    if (this.pendingAuthentication) return this.pendingAuthentication;
+    const { authenticator } = this.runtime;
+    if (!authenticator) {
+      return this.authenticated({
+        refusal: unauthenticated(
+          this,
+          'governed call without an mcp-auth policy',
+          AUTHENTICATION_REQUIRED,
+        ),
+      });
+    }
+    const outcome = authenticator.authenticate(this);
+    if (!(outcome instanceof Promise)) return this.authenticated(outcome);
+    this.pendingAuthentication = outcome.then((settled) => this.authenticated(settled));
+    return this.pendingAuthentication;
   }
 
   callerKey(): string {
@@ -109,17 +125,9 @@ export class McpExchange implements Exchange {
     return record;
   }
 
-  private async runAuthentication(): Promise<Refusal | undefined> {
-    const { authenticator } = this.runtime;
-    if (!authenticator) {
-      return unauthenticated(
-        this,
-        'governed call without an mcp-auth policy',
-        AUTHENTICATION_REQUIRED,
-      );
-    }
-    const outcome = await authenticator.authenticate(this);
+  private authenticated(outcome: AuthOutcome): Refusal | undefined {
     if (outcome.token) this.token = outcome.token;
+    this.authentication = outcome.refusal;
     return outcome.refusal;
   }
 }
