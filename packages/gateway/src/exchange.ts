@@ -20,20 +20,39 @@ const AUTHENTICATION_REQUIRED = {
   message: 'Unauthorized: authentication required for this MCP capability',
 };
 
-/** One audit record per MCP request; never holds a token. */
-export interface AuditRecord {
-  proxy: string;
-  httpMethod: string;
-  method: string;
-  tool?: string;
-  subject?: string;
-  clientId?: string;
-  decision: Decision;
-  missingScopes?: readonly string[];
+/**
+ * One audit record per MCP request; never holds a token. A class rather than a plain object:
+ * every record has the same shape (fields absent from a request stay undefined and are left out
+ * of the JSON line), and the logger's key-based redaction (`redactDeep` in common) walks plain
+ * objects only — none of these fixed keys can name a credential, so it has nothing to do here.
+ */
+export class AuditRecord {
+  readonly proxy: string;
+  readonly httpMethod: string;
+  readonly method: string;
+  readonly decision: Decision;
+  readonly latencyMs: number;
+  tool: string | undefined = undefined;
+  subject: string | undefined = undefined;
+  clientId: string | undefined = undefined;
   /** Why a request was refused (never the token itself). */
-  reason?: string;
-  upstreamStatus?: number;
-  latencyMs: number;
+  reason: string | undefined = undefined;
+  missingScopes: readonly string[] | undefined = undefined;
+  upstreamStatus: number | undefined = undefined;
+
+  constructor(
+    proxy: string,
+    httpMethod: string,
+    method: string,
+    decision: Decision,
+    latencyMs: number,
+  ) {
+    this.proxy = proxy;
+    this.httpMethod = httpMethod;
+    this.method = method;
+    this.decision = decision;
+    this.latencyMs = latencyMs;
+  }
 }
 
 /** One request to `<context>/mcp`: what policies see, and what the audit line records. */
@@ -104,13 +123,13 @@ export class McpExchange implements Exchange {
   }
 
   auditRecord(): AuditRecord {
-    const record: AuditRecord = {
-      proxy: this.runtime.id,
-      httpMethod: this.httpMethod,
-      method: this.call ? this.call.method || 'response' : this.httpMethod,
-      decision: this.decision,
-      latencyMs: Math.round((performance.now() - this.started) * 100) / 100,
-    };
+    const record = new AuditRecord(
+      this.runtime.id,
+      this.httpMethod,
+      this.call ? this.call.method || 'response' : this.httpMethod,
+      this.decision,
+      Math.round((performance.now() - this.started) * 100) / 100,
+    );
     if (this.call?.target) record.tool = this.call.target;
     if (this.token) {
       const { payload } = this.token;
@@ -119,9 +138,9 @@ export class McpExchange implements Exchange {
       const clientId = payload.azp ?? payload.client_id;
       if (typeof clientId === 'string') record.clientId = clientId;
     }
-    if (this.reason !== undefined) record.reason = this.reason;
-    if (this.missingScopes) record.missingScopes = this.missingScopes;
-    if (this.upstreamStatus !== undefined) record.upstreamStatus = this.upstreamStatus;
+    record.reason = this.reason;
+    record.missingScopes = this.missingScopes;
+    record.upstreamStatus = this.upstreamStatus;
     return record;
   }
 

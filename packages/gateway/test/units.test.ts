@@ -1,6 +1,7 @@
 import { parseMcpBody } from '@mcp-identity/gateway';
 import { describe, expect, it } from 'vitest';
 import { SseListFilter } from '../src/list-filter.js';
+import { GatewayMetrics } from '../src/metrics.js';
 
 describe('parseMcpBody', () => {
   it('sees through escaped duplicate member names', () => {
@@ -78,5 +79,31 @@ describe('SseListFilter', () => {
     expect(await run(other, 5)).toBe(
       'id: 8\nevent: message\ndata: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n: keep-alive\nretry: 500\n',
     );
+  });
+});
+
+describe('GatewayMetrics', () => {
+  it('renders request counters per label set and cumulative latency buckets', () => {
+    const metrics = new GatewayMetrics();
+    metrics.record('p"1', 'tools/call', 'allowed', 0.0004);
+    metrics.record('p"1', 'tools/call', 'allowed', 0.003);
+    metrics.record('p"1', 'x-custom', 'forbidden', 20);
+    const text = metrics.render();
+    expect(text).toContain(
+      'mcp_gateway_requests_total{proxy="p\\"1",method="tools/call",decision="allowed"} 2\n',
+    );
+    expect(text).toContain(
+      'mcp_gateway_requests_total{proxy="p\\"1",method="other",decision="forbidden"} 1\n',
+    );
+    const bucket = (le: string) =>
+      new RegExp(`_bucket\\{proxy="p\\\\"1",le="${le}"\\} (\\d+)`).exec(text)?.[1];
+    expect([
+      bucket('0.001'),
+      bucket('0.0025'),
+      bucket('0.005'),
+      bucket('10'),
+      bucket('\\+Inf'),
+    ]).toEqual(['1', '1', '2', '2', '3']);
+    expect(text).toContain('mcp_gateway_request_duration_seconds_count{proxy="p\\"1"} 3\n');
   });
 });
