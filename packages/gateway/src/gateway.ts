@@ -16,6 +16,7 @@ import { TokenVerifier } from './auth/verifier.js';
 import { BodyBudget } from './body-budget.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
 import { Listener } from './listener.js';
+import { batchedStdout } from './log-destination.js';
 import { registerManagementApi } from './management/api.js';
 import { BasicAuthenticator, resolveManagementUsers } from './management/users.js';
 import { GatewayMetrics } from './metrics.js';
@@ -76,7 +77,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     (options.configFile
       ? loadConfigFile(options.configFile, overrides)
       : resolveConfig(options.settings ?? {}, overrides));
-  const logger = options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
+  const logger =
+    options.logger ??
+    createLogger({ name: 'gateway', level: config.logLevel, destination: batchedStdout() });
   const now = options.now ?? Date.now;
   mkdirSync(config.dataDir, { recursive: true });
 
