@@ -9,6 +9,17 @@ describe('parseMcpBody', () => {
     expect(parseMcpBody(body)).toMatchObject({ ok: false, code: -32600 });
   });
 
+  it('sees duplicated params members written with escapes or whitespace before the colon', () => {
+    const escaped =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","n\\u0061me":"b"}}';
+    expect(parseMcpBody(escaped)).toMatchObject({ ok: false, code: -32600 });
+    const spaced =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name" \r\n\t:"a","NAME":"b"}}';
+    expect(parseMcpBody(spaced)).toMatchObject({ ok: false, code: -32600 });
+    const single = '{"jsonrpc":"2.0","id":1,"method" :"tools/call","params" : {"name" : "a\\"b"}}';
+    expect(parseMcpBody(single)).toMatchObject({ ok: true, call: { target: 'a"b' } });
+  });
+
   it('ignores look-alike keys nested deeper than params', () => {
     const body = JSON.stringify({
       jsonrpc: '2.0',
