@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Db, inTransaction, statement } from '../db.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import {
   entryMatches,

@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { hashSecret, verifySecret } from '@mcp-identity/common';
-import { type Db, inTransaction, statement } from '../db.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
 import { badRequest, conflict, notFound } from './errors.js';
 import {
   type Comparison,
