@@ -1,7 +1,7 @@
 import { defineConfig, loadConfig, renderConfigHelp } from '@mcp-identity/common';
-import type { GrantType } from './apps.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { openIdpData, startIdp } from './server.js';
+import type { GrantType } from './store/apps.js';
 
 const DATA_DIR = {
   type: 'string',
