@@ -107,7 +107,7 @@ Commands:
 Every command but serve, apps create and resources add needs a data directory that already
 holds an IdP, and creates nothing.
 
-Run "idp <command> --help" for the options of a command.`;
+Run "idp <command> --help" for the options of a command, "idp --version" for the version.`;
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
