@@ -1,4 +1,4 @@
-import { FixedWindowThrottle, reserveAll } from '@mcp-identity/common';
+import { bearerToken, FixedWindowThrottle, reserveAll } from '@mcp-identity/common';
 import type { IssuerResolver, SigningKey } from '@mcp-identity/oauth';
 import { signToken } from '@mcp-identity/oauth';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -109,15 +109,13 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
   });
 };
 
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-
 /** The `sub` of a token this server signed for this issuer, or undefined. */
 async function bearerSubject(
   request: FastifyRequest,
   options: AppLoginOptions,
   clock: () => number,
 ): Promise<string | undefined> {
-  const token = BEARER.exec(request.headers.authorization ?? '')?.[1];
+  const token = bearerToken(request.headers.authorization);
   if (token === undefined) return undefined;
   const issuer = options.issuer(request);
   try {

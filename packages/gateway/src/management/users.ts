@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  basicCredentials,
   FixedWindowThrottle,
   hashSecret,
   randomToken,
@@ -86,16 +87,13 @@ export class BasicAuthenticator {
   }
 
   async authenticate(header: string | undefined, address: string): Promise<BasicOutcome> {
-    const match = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header ?? '');
-    if (!match) return { ok: false };
-    const digest = sha256Base64Url(match[1] as string);
+    const credentials = basicCredentials(header);
+    if (!credentials) return { ok: false };
+    const { user: username, password } = credentials;
+    // The cache key is a digest of both halves: never the password itself, never the header.
+    const digest = sha256Base64Url(`${username}:${password}`);
     const hit = this.verified.get(digest);
     if (hit && hit.until > this.now()) return { ok: true, user: hit.user };
-    const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon < 0) return { ok: false };
-    const username = decoded.slice(0, colon);
-    const password = decoded.slice(colon + 1);
     const reservations = [
       [this.byAddress, address],
       [this.byUsername, username],

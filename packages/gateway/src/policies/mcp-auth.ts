@@ -1,3 +1,4 @@
+import { bearerToken } from '@mcp-identity/common';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../jsonrpc.js';
 import { insufficientScope, unauthenticated } from './challenge.js';
@@ -56,8 +57,6 @@ const GROUP_BY_METHOD: Readonly<Record<string, 'tools' | 'resources' | 'prompts'
   'resources/read': 'resources',
   'prompts/get': 'prompts',
 };
-
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 function groupRequiresAuth(group: Group | undefined, key: string): boolean {
   const enabled = group?.enabled ?? true;
@@ -119,12 +118,11 @@ class McpAuthPolicy implements Policy, Authenticator {
 
   authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome> {
     const authorization = exchange.headers.authorization;
-    const match = BEARER.exec(authorization ?? '');
-    if (!match) {
+    const raw = bearerToken(authorization);
+    if (raw === undefined) {
       const reason = authorization ? 'malformed authorization header' : 'no token';
       return { refusal: unauthenticated(exchange, reason) };
     }
-    const raw = match[1] as string;
     const { verifier } = this.setup;
     const cached = verifier.cached(raw);
     if (cached) return this.accept(exchange, cached);
