@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createCorsHook, createOriginPolicy } from '@mcp-identity/common';
+import { createCorsHook, createOriginPolicy, createRedisThrottles } from '@mcp-identity/common';
 import {
   createAccessTokenIssuer,
   createIssuerResolver,
@@ -41,7 +41,10 @@ export interface BuiltinAuthOptions {
   /** Lifetime of OAuth access tokens (default 300 s) and normal-login tokens (default 3600 s). */
   accessTokenTtlSeconds?: number;
   loginTokenTtlSeconds?: number;
-  /** Redis for the OAuth state (codes, clients, transactions, refresh tokens); else memory. */
+  /**
+   * Redis for the OAuth state (codes, clients, transactions, refresh tokens) and the login
+   * throttles' counters; else process memory.
+   */
   stateUrl?: string;
 }
 
@@ -109,11 +112,13 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     throw error;
   }
   const store = options.stateUrl ? new RedisOAuthStore(options.stateUrl) : undefined;
+  const throttles = options.stateUrl ? createRedisThrottles(options.stateUrl) : undefined;
   try {
-    await store?.ready();
+    await Promise.all([store?.ready(), throttles?.ready()]);
   } catch (error) {
     accounts.close();
     await store?.close();
+    throttles?.close();
     const where = new URL(options.stateUrl as string).host;
     throw new Error(`cannot reach the OAuth state store (Redis at ${where})`, { cause: error });
   }
@@ -137,6 +142,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     await app.register(oauthServer, {
       ...issuerOptions,
       ...(store ? { store } : {}),
+      ...(throttles ? { throttles: throttles.factory } : {}),
       applicationName: 'Arazzo MCP',
       // The application's login operation, remember-me false: it verifies and keeps nothing.
       login: async ({ email, password }) => {
@@ -161,6 +167,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
       key,
       issuer: createIssuerResolver(issuerOptions),
       tokenTtlSeconds: options.loginTokenTtlSeconds,
+      throttles: throttles?.factory,
     });
   };
   return {
@@ -170,6 +177,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     close: () => {
       accounts.close();
       void store?.close();
+      throttles?.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { parseCommandLine } from '@mcp-identity/arazzo-mcp';
+import { LOGIN_PATH, parseCommandLine } from '@mcp-identity/arazzo-mcp';
 import type { RunningServer } from '@mcp-identity/common';
 import { ConfigError } from '@mcp-identity/common';
 import {
@@ -105,5 +105,45 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     expect(statuses.filter((s) => s === 400)).toHaveLength(19);
+  });
+
+  /** Wrong-password logins for one account, spread round-robin over the instances. */
+  const wrongLogins = (count: number, email: string) =>
+    Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const response = await fetch(`${(servers[i % 3] as RunningServer).url}${LOGIN_PATH}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email, password: `wrong-password-${i}` }),
+        });
+        await response.arrayBuffer();
+        return response.status;
+      }),
+    );
+
+  it('evaluates concurrent wrong passwords spread over every instance at most limit times in total', async () => {
+    // The default limit is 5 failures per account: with one counter per process, each of the
+    // 3 instances would evaluate 5, so 15 of the 30 guesses would reach the password check.
+    const statuses = await wrongLogins(30, 'throttled@example.com');
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(25);
+  });
+
+  it('refuses logins with 503 while Redis is down, never failing open, and recovers', async () => {
+    await redis.stop();
+    try {
+      const statuses = await wrongLogins(3, 'outage@example.com');
+      expect(statuses).toEqual([503, 503, 503]);
+    } finally {
+      await redis.start();
+    }
+    const deadline = Date.now() + 10_000;
+    let statuses: number[] = [];
+    while (Date.now() < deadline) {
+      statuses = await wrongLogins(3, 'outage@example.com');
+      if (!statuses.includes(503)) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(statuses).toEqual([401, 401, 401]);
   });
 });

@@ -48,6 +48,7 @@ export {
   MAX_REDIRECT_URIS,
   redirectUriProblem,
 } from './redirect-uris.js';
+export { connectRedis, inRedis, redisReady, StateUnavailableError } from './redis.js';
 export {
   constantTimeEqual,
   hashSecret,
@@ -60,9 +61,15 @@ export { installSignalHandlers, onShutdown, type SignalOptions } from './shutdow
 export {
   FixedWindowThrottle,
   type FixedWindowThrottleOptions,
+  memoryThrottles,
   reserveAll,
+  reserveEach,
+  type Throttle,
   type ThrottleDecision,
+  type ThrottleFactory,
+  type ThrottleSpec,
 } from './throttle.js';
+export { createRedisThrottles, RedisThrottle, type RedisThrottles } from './throttle-redis.js';
 export {
   ensureSelfSignedCertificate,
   loadTlsFiles,
