@@ -3,13 +3,13 @@ import type { IssuerResolver, SigningKey } from '@mcp-identity/oauth';
 import { signToken } from '@mcp-identity/oauth';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { jwtVerify } from 'jose';
-import { type AccountStore, normalizeEmail } from './accounts.js';
+import { type Accounts, normalizeEmail } from './accounts.js';
 
 export const LOGIN_PATH = '/api/auth/login';
 export const ME_PATH = '/api/auth/me';
 
 export interface AppLoginOptions {
-  accounts: AccountStore;
+  accounts: Accounts;
   key: SigningKey;
   issuer: IssuerResolver;
   /** Lifetime of the application's own tokens. Default 3600 s. */
@@ -112,7 +112,7 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
 
   app.get(ME_PATH, async (request, reply) => {
     const subject = await bearerSubject(request, options, clock);
-    const account = subject === undefined ? undefined : options.accounts.findById(subject);
+    const account = subject === undefined ? undefined : await options.accounts.findById(subject);
     if (account === undefined) {
       reply.header('www-authenticate', 'Bearer');
       return sendError(reply, 401, 'invalid_token', 'A valid Bearer token is required.');

@@ -41,6 +41,12 @@ export {
   type OriginPolicyOptions,
   registerCors,
 } from './origin.js';
+export {
+  isDatabaseUnavailable,
+  migrateSchema,
+  type SchemaMigrations,
+  type SqlSession,
+} from './postgres.js';
 export { isSensitiveKey, REDACTED, redactDeep, redactUrl } from './redact.js';
 export {
   isRedirectUriAllowed,
