@@ -91,7 +91,16 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
       reply.header('retry-after', String(attempt.retryAfterSeconds));
       return sendError(reply, 429, 'too_many_requests', 'Too many failed logins; try again later.');
     }
-    const result = await options.accounts.verify(credentials.email, credentials.password);
+    let result: Awaited<ReturnType<Accounts['verify']>>;
+    try {
+      result = await options.accounts.verify(credentials.email, credentials.password);
+    } catch (error) {
+      // The accounts could not be read (503): the attempt was not evaluated, so it gives it back.
+      await Promise.all([perAccount.release(account), perIp.release(request.ip)]).catch(
+        () => undefined,
+      );
+      throw error;
+    }
     if (!result.ok) {
       return sendError(reply, 401, 'invalid_credentials', 'Invalid e-mail or password.');
     }

@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from 'node:crypto';
 import { LOGIN_PATH, parseCommandLine } from '@mcp-identity/arazzo-mcp';
 import type { RunningServer } from '@mcp-identity/common';
 import { ConfigError } from '@mcp-identity/common';
@@ -9,12 +8,11 @@ import {
   type TestRedis,
   useTempDir,
 } from '@mcp-identity/common/testing';
-import { submitLoginForm } from '@mcp-identity/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authorizeAcross, REDIRECT_URI } from './support/authorize.js';
 import { startBuiltinServer } from './support/builtin-server.js';
 
 const tempDir = useTempDir('arazzo-mcp-redis-');
-const REDIRECT_URI = 'http://127.0.0.1:8976/callback';
 
 describe('--state-url', () => {
   const serve = (...args: string[]) =>
@@ -65,28 +63,10 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
 
   it('registers at one, signs in at another, and gives one 200 to 20 exchanges spread over all', async () => {
     const [first, second] = servers as [RunningServer, RunningServer, RunningServer];
-    const registration = await fetch(`${first.url}/oauth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
-    });
-    expect(registration.status).toBe(200);
-    const clientId = ((await registration.json()) as { client_id: string }).client_id;
-    const verifier = randomBytes(32).toString('base64url');
-    const query = new URLSearchParams({
-      client_id: clientId,
-      redirect_uri: REDIRECT_URI,
-      response_type: 'code',
-      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-      code_challenge_method: 'S256',
-      state: 'xyz',
-      scope: 'mcp:tools',
-    });
-    const redirect = await submitLoginForm(`${second.url}/oauth/authorize?${query}`, {
+    const { clientId, verifier, code } = await authorizeAcross(first.url, second.url, {
       email: 'admin@localhost',
       password,
     });
-    const code = redirect.searchParams.get('code') as string;
     const statuses = await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
         const response = await fetch(`${(servers[i % 3] as RunningServer).url}/oauth/token`, {
