@@ -19,7 +19,10 @@ export interface SigningKey {
 }
 
 /** The signing key of a private JWK, for a host that keeps its key itself (a shared database). */
-export async function importSigningKey(alg: SigningAlgorithm, privateJwk: JWK): Promise<SigningKey> {
+export async function importSigningKey(
+  alg: SigningAlgorithm,
+  privateJwk: JWK,
+): Promise<SigningKey> {
   const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicPart } = privateJwk;
   const kid = await calculateJwkThumbprint(publicPart);
   const privateKey = (await importJWK(privateJwk, alg)) as CryptoKey;
