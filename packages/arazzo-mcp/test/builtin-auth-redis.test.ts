@@ -8,8 +8,9 @@ import {
   type TestRedis,
   useTempDir,
 } from '@mcp-identity/common/testing';
+import { loginFormFields } from '@mcp-identity/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeAcross, REDIRECT_URI } from './support/authorize.js';
+import { authorizeAcross, REDIRECT_URI, registerClient } from './support/authorize.js';
 import { startBuiltinServer } from './support/builtin-server.js';
 
 const tempDir = useTempDir('arazzo-mcp-redis-');
@@ -61,6 +62,8 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
     await redis?.close();
   });
 
+  const at = (i: number) => (servers[i % servers.length] as RunningServer).url;
+
   it('registers at one, signs in at another, and gives one 200 to 20 exchanges spread over all', async () => {
     const [first, second] = servers as [RunningServer, RunningServer, RunningServer];
     const { clientId, verifier, code } = await authorizeAcross(first.url, second.url, {
@@ -69,7 +72,7 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
     });
     const statuses = await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
-        const response = await fetch(`${(servers[i % 3] as RunningServer).url}/oauth/token`, {
+        const response = await fetch(`${at(i)}/oauth/token`, {
           method: 'POST',
           body: new URLSearchParams({
             grant_type: 'authorization_code',
@@ -91,7 +94,7 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
   const wrongLogins = (count: number, email: string) =>
     Promise.all(
       Array.from({ length: count }, async (_, i) => {
-        const response = await fetch(`${(servers[i % 3] as RunningServer).url}${LOGIN_PATH}`, {
+        const response = await fetch(`${at(i)}${LOGIN_PATH}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ email, password: `wrong-password-${i}` }),
@@ -107,6 +110,44 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
     const statuses = await wrongLogins(30, 'throttled@example.com');
     expect(statuses.filter((s) => s === 401)).toHaveLength(5);
     expect(statuses.filter((s) => s === 429)).toHaveLength(25);
+  });
+
+  it('evaluates concurrent wrong passwords on the login form over every instance at most limit times', async () => {
+    const registration = await registerClient(at(0));
+    const clientId = ((await registration.json()) as { client_id: string }).client_id;
+    const query = new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: REDIRECT_URI,
+      response_type: 'code',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+      state: 'xyz',
+    });
+    // One rendered form (and CSRF transaction) per attempt, each from the instance it posts to.
+    const forms = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const page = await fetch(`${at(i)}/oauth/authorize?${query}`);
+        return { base: at(i), fields: loginFormFields(await page.text()) };
+      }),
+    );
+    const statuses = await Promise.all(
+      forms.map(async ({ base, fields }, i) => {
+        const response = await fetch(`${base}/oauth/authorize`, {
+          method: 'POST',
+          body: new URLSearchParams({
+            ...fields,
+            email: 'form-throttled@example.com',
+            password: `wrong-password-${i}`,
+          }),
+          redirect: 'manual',
+        });
+        await response.arrayBuffer();
+        return response.status;
+      }),
+    );
+    // A wrong password re-renders the form (200); beyond the shared limit of 5: 429.
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(7);
   });
 
   it('refuses logins with 503 while Redis is down, never failing open, and recovers', async () => {
