@@ -195,12 +195,28 @@ describeRequiring(
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ email: 'admin@localhost', password }),
         });
+      const { access_token: accessToken } = (await (await login(at(0))).json()) as Tokens;
+      // /mcp re-checks the token's account on every request, before its scope.
+      const mcp = async () => {
+        const response = await fetch(`${balancer.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${accessToken}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+        });
+        await response.arrayBuffer();
+        return response.status;
+      };
       await postgres.stop();
       try {
         for (let i = 0; i < 3; i += 1) {
           const response = await login(at(i));
           expect(response.status).toBe(503);
           expect(await response.json()).toMatchObject({ error: 'temporarily_unavailable' });
+          expect(await mcp()).toBe(503);
         }
       } finally {
         await postgres.start();
@@ -211,6 +227,8 @@ describeRequiring(
           (s) => s === 200,
         );
         expect(status).toBe(200);
+        // The account is found again; a normal-login token then lacks `mcp:tools` (403).
+        expect(await mcp()).toBe(403);
       }
     });
   },
