@@ -1,4 +1,9 @@
-import { AccountError, PostgresAccountStore, parseCommandLine } from '@mcp-identity/arazzo-mcp';
+import {
+  AccountError,
+  PostgresAccountStore,
+  parseCommandLine,
+  runCli,
+} from '@mcp-identity/arazzo-mcp';
 import { ConfigError, StateUnavailableError } from '@mcp-identity/common';
 import {
   describeRequiring,
@@ -88,6 +93,29 @@ describeRequiring('PostgresAccountStore', postgresMissing(), () => {
     const [first, second] = await Promise.all([a.signingKey(), b.signingKey()]);
     expect(first.kid).toBe(second.kid);
     expect((await (await open()).signingKey()).kid).toBe(first.kid);
+  });
+
+  it('manages the shared accounts with arazzo-mcp accounts --database-url', async () => {
+    const run = async (argv: string[], stdin?: string) => {
+      const out: string[] = [];
+      const code = await runCli(argv, {
+        out: (text) => out.push(text),
+        err: (text) => out.push(text),
+        env: { ARAZZO_MCP_DATABASE_URL: url },
+        readStdin: stdin === undefined ? undefined : async () => stdin,
+      });
+      return { code, out: out.join('\n') };
+    };
+    const added = await run(
+      ['accounts', 'add', '--email', 'carol@example.com', '--password-stdin'],
+      'carol password\n',
+    );
+    expect(added).toMatchObject({ code: 0, out: expect.stringContaining('Created account') });
+    const store = await open();
+    expect((await store.verify('carol@example.com', 'carol password')).ok).toBe(true);
+    expect((await run(['accounts', 'list'])).out).toContain('carol@example.com');
+    expect((await run(['accounts', 'remove', '--email', 'carol@example.com'])).code).toBe(0);
+    expect((await store.verify('carol@example.com', 'carol password')).ok).toBe(false);
   });
 
   it('answers StateUnavailableError while PostgreSQL is down, then recovers on its own', async () => {
