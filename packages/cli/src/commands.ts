@@ -1,23 +1,38 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { defineConfig, loadConfig, renderConfigHelp } from '@mcp-identity/common';
-import { parse as parseYaml } from 'yaml';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import {
+  type ConfigSource,
+  defineConfig,
+  loadConfig,
+  renderConfigHelp,
+} from '@mcp-identity/common';
+import { Agent, fetch } from 'undici';
+import { clientConfiguration, MCP_CLIENTS, type McpClientName } from './connect.js';
 import { renderDemo, runDemo } from './demo.js';
 import { createProgress } from './progress.js';
 import { callToolThroughGateway, clientCredentialsToken, resultText } from './stack/clients.js';
-import { DEFAULT_PORTS, stackLayout } from './stack/layout.js';
-import { SCIM_GATEWAY_RULES_FILE, serviceBin } from './stack/locations.js';
+import { scopesForTool } from './stack/gateway-rules.js';
+import { DEFAULT_PORTS, type StackLayout, type StackPorts, stackLayout } from './stack/layout.js';
+import { CLI_BIN, serviceBin } from './stack/locations.js';
+import { projectRoot } from './stack/project-root.js';
 import { readStackSecrets, type StackSecrets } from './stack/secrets.js';
-import { startStack } from './stack/start.js';
+import { type RunningStack, startStack } from './stack/start.js';
+import { isAlive, readRunningStack, type StackState } from './stack/state.js';
 import { renderSummary } from './stack/summary.js';
+
+export { scopesForTool };
+
+/** Set by `up --detach` on the supervisor it starts in the background. */
+const DETACHED_ENV = 'MCP_IDENTITY_DETACHED';
+const DEFAULT_DATA_DIR = '.data';
 
 const DATA_DIR = {
   type: 'string',
   description: 'Data directory of the stack',
   env: 'MCP_IDENTITY_DATA_DIR',
-  default: '.data',
+  default: DEFAULT_DATA_DIR,
 } as const;
 
 const port = (name: string, fallback: number, env: string) =>
@@ -29,8 +44,7 @@ const port = (name: string, fallback: number, env: string) =>
     schema: { minimum: 1, maximum: 65535 },
   }) as const;
 
-const UP = defineConfig({
-  dataDir: DATA_DIR,
+const PORTS = {
   idpPort: port('Identity provider (HTTPS)', DEFAULT_PORTS.idp, 'MCP_IDENTITY_IDP_PORT'),
   mcpPort: port('SCIM MCP server', DEFAULT_PORTS.mcp, 'MCP_IDENTITY_MCP_PORT'),
   gatewayHttpsPort: port(
@@ -49,21 +63,34 @@ const UP = defineConfig({
     'MCP_IDENTITY_MANAGEMENT_PORT',
   ),
   areaAPort: port('Area A server', DEFAULT_PORTS.areaA, 'MCP_IDENTITY_AREA_A_PORT'),
+} as const;
+
+const UP = defineConfig({
+  dataDir: DATA_DIR,
+  ...PORTS,
+  detach: {
+    type: 'boolean',
+    description: 'Start in the background; "mcp-identity down" stops it',
+    default: false,
+  },
 });
 
+/** The helpers read the ports from the running stack's data directory; a port flag overrides. */
+const STACK = defineConfig({ dataDir: DATA_DIR, ...PORTS });
+
 const CLIENT = defineConfig({
-  dataDir: DATA_DIR,
+  ...STACK,
   scopes: { type: 'string', description: 'Space-separated scopes for the token' },
   args: { type: 'string', description: 'Tool arguments as a JSON object', default: '{}' },
-  idpPort: UP.idpPort,
-  gatewayHttpsPort: UP.gatewayHttpsPort,
-  areaAPort: UP.areaAPort,
 });
 
 export const USAGE = `Usage: mcp-identity <command> [options]
 
 Commands:
-  up                      start the whole stack (IdP, SCIM MCP server, gateway, Area A) and bootstrap it
+  up [--detach]           start the whole stack (IdP, SCIM MCP server, gateway, Area A) and bootstrap it
+  status                  each service's state, pid, restarts and health
+  down                    stop a stack started with "up --detach"
+  connect <client>        print a configuration for ${MCP_CLIENTS.join(', ')}
   token --scopes "<s>"    print a client-credentials token of the client application
   call <tool> --args '<json>' [--scopes "<s>"]
                           call a tool through the gateway with the MCP SDK client
@@ -72,7 +99,8 @@ Commands:
   gateway <args>          the gateway's own command
   arazzo-mcp <args>       the Arazzo MCP server's own command
 
-Run "mcp-identity <command> --help" for a command's options.`;
+Run "mcp-identity <command> --help" for a command's options, "mcp-identity --version" for the
+version.`;
 
 export interface Io {
   out: NodeJS.WritableStream;
@@ -90,6 +118,12 @@ export async function runCommand(argv: string[], io: Io): Promise<number> {
       return call(rest, io);
     case 'demo':
       return demo(rest, io);
+    case 'status':
+      return status(rest, io);
+    case 'down':
+      return down(rest, io);
+    case 'connect':
+      return connect(rest, io);
     case 'idp':
       return delegate('@mcp-identity/idp', rest);
     case 'gateway':
@@ -108,6 +142,19 @@ export async function runCommand(argv: string[], io: Io): Promise<number> {
   }
 }
 
+/**
+ * The data directory: a relative one resolves against the project root (as
+ * npm finds it) when it is the default, against the working directory when
+ * the user named it.
+ */
+function dataDirOf(value: string, source: ConfigSource): string {
+  return source === 'default' ? resolve(projectRoot(process.cwd()), value) : resolve(value);
+}
+
+function defaultDataDir(): string {
+  return resolve(projectRoot(process.cwd()), DEFAULT_DATA_DIR);
+}
+
 async function up(argv: string[], io: Io): Promise<number> {
   const config = loadConfig(UP, { argv, env: process.env });
   if (config.help) {
@@ -115,50 +162,248 @@ async function up(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   const v = config.values;
+  const dataDir = dataDirOf(v.dataDir, config.sources.dataDir);
+  const ports: StackPorts = {
+    idp: v.idpPort,
+    mcp: v.mcpPort,
+    gatewayHttps: v.gatewayHttpsPort,
+    gatewayHttp: v.gatewayHttpPort,
+    gatewayManagement: v.managementPort,
+    areaA: v.areaAPort,
+  };
+  const detached = process.env[DETACHED_ENV] === '1';
+  if (v.detach && !detached) return launchDetached(dataDir, ports, io);
+
   const progress = createProgress(io.err);
-  progress.info(`Starting mcp-identity (data in ${resolve(v.dataDir)})`);
-  const stack = await startStack({
-    dataDir: resolve(v.dataDir),
-    ports: {
-      idp: v.idpPort,
-      mcp: v.mcpPort,
-      gatewayHttps: v.gatewayHttpsPort,
-      gatewayHttp: v.gatewayHttpPort,
-      gatewayManagement: v.managementPort,
-      areaA: v.areaAPort,
-    },
-    progress,
-  });
-  io.out.write(renderSummary(stack));
-  const signal = await Promise.race([
-    once(process, 'SIGINT').then(() => 'SIGINT'),
-    once(process, 'SIGTERM').then(() => 'SIGTERM'),
-    ...Object.entries(stack.services).map(([name, service]) =>
-      service.exited.then((code) => `${name} exited (${code})`),
-    ),
-  ]);
-  progress.info(`\nStopping (${signal})…`);
+  progress.info(`Starting mcp-identity (data in ${dataDir})`);
+  const stack = await startStack({ dataDir, ports, progress, detached });
+  const summary = renderSummary(stack, { detached, defaultDataDir: defaultDataDir() });
+  if (detached && process.send) process.send({ ready: summary });
+  else io.out.write(summary);
+  const reason = await stopReason(stack, { watchParent: !detached });
+  progress.info(`\nStopping (${reason.why})…`);
   await stack.stop();
   progress.info('Stopped.');
-  return signal.startsWith('SIG') ? 0 : 1;
+  return reason.exitCode;
 }
 
-function clientLayout(v: {
-  dataDir: string;
-  idpPort: number;
-  gatewayHttpsPort: number;
-  areaAPort: number;
-}) {
-  const dataDir = resolve(v.dataDir);
+/**
+ * Whatever ends a stack: SIGINT, SIGTERM or SIGHUP to the supervisor, its
+ * parent dying (a supervisor in the foreground never outlives the shell or
+ * npm that started it), or a service the supervisor had to give up on.
+ */
+async function stopReason(
+  stack: RunningStack,
+  options: { watchParent: boolean },
+): Promise<{ why: string; exitCode: number }> {
+  const cleanups: (() => void)[] = [];
+  const signals = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map(
+    (signal) =>
+      new Promise<{ why: string; exitCode: number }>((resolve) => {
+        const handler = () => resolve({ why: signal, exitCode: 0 });
+        process.once(signal, handler);
+        cleanups.push(() => process.off(signal, handler));
+      }),
+  );
+  const parentGone = new Promise<{ why: string; exitCode: number }>((resolve) => {
+    if (!options.watchParent) return;
+    const parent = process.ppid;
+    const timer = setInterval(() => {
+      if (process.ppid !== parent) resolve({ why: `parent process ${parent} exited`, exitCode: 1 });
+    }, 500);
+    cleanups.push(() => clearInterval(timer));
+  });
+  const failed = stack.failed.then((service) => ({
+    why: `${service.name} kept failing to start`,
+    exitCode: 1,
+  }));
+  try {
+    return await Promise.race([...signals, parentGone, failed]);
+  } finally {
+    for (const cleanup of cleanups) cleanup();
+  }
+}
+
+/**
+ * `up --detach`: starts the supervisor as a new session (no terminal, its
+ * output in `logs/supervisor.log`), prints the summary once the stack is up,
+ * and returns; `down` stops it.
+ */
+async function launchDetached(dataDir: string, ports: StackPorts, io: Io): Promise<number> {
+  const logFile = join(dataDir, 'logs', 'supervisor.log');
+  mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
+  const log = openSync(logFile, 'a');
+  const portArgs = Object.entries({
+    '--idp-port': ports.idp,
+    '--mcp-port': ports.mcp,
+    '--gateway-https-port': ports.gatewayHttps,
+    '--gateway-http-port': ports.gatewayHttp,
+    '--management-port': ports.gatewayManagement,
+    '--area-a-port': ports.areaA,
+  }).flatMap(([flag, value]) => [flag, String(value)]);
+  const child = spawn(process.execPath, [CLI_BIN, 'up', '--data-dir', dataDir, ...portArgs], {
+    detached: true,
+    stdio: ['ignore', log, log, 'ipc'],
+    env: { ...process.env, [DETACHED_ENV]: '1' },
+  });
+  closeSync(log);
+  const outcome = await new Promise<{ ready: string } | { exitCode: number | null }>((settle) => {
+    child.once('message', (message) => settle(message as { ready: string }));
+    child.once('exit', (exitCode) => settle({ exitCode }));
+  });
+  if ('ready' in outcome) {
+    io.out.write(outcome.ready);
+    child.disconnect();
+    child.unref();
+    return 0;
+  }
+  const tail = readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-20).join('\n');
+  io.err.write(
+    `The stack did not start (exit code ${outcome.exitCode}); ${logFile} ends:\n${tail}\n`,
+  );
+  return 1;
+}
+
+/** The running stack of the data directory, or an error saying how to start one. */
+function runningStack(dataDir: string): StackState {
+  const state = readRunningStack(dataDir);
+  if (state) return state;
+  const flag = dataDir === defaultDataDir() ? '' : ` --data-dir ${dataDir}`;
+  throw new Error(`No stack is running from ${dataDir}: start one with "mcp-identity up${flag}".`);
+}
+
+/**
+ * Where the helper commands find the stack: its data directory (from the
+ * project root) holds its credentials and the ports it runs on; a port flag
+ * given explicitly wins.
+ */
+function helperStack(config: ReturnType<typeof loadConfig<typeof STACK>>): {
+  layout: StackLayout;
+  secrets: StackSecrets;
+} {
+  const v = config.values;
+  const dataDir = dataDirOf(v.dataDir, config.sources.dataDir);
+  const state = runningStack(dataDir);
+  const chosen = (key: keyof typeof PORTS, fromState: number) =>
+    config.sources[key] === 'default' ? fromState : v[key];
   const layout = stackLayout(dataDir, {
-    ...DEFAULT_PORTS,
-    idp: v.idpPort,
-    gatewayHttps: v.gatewayHttpsPort,
-    areaA: v.areaAPort,
+    idp: chosen('idpPort', state.ports.idp),
+    mcp: chosen('mcpPort', state.ports.mcp),
+    gatewayHttps: chosen('gatewayHttpsPort', state.ports.gatewayHttps),
+    gatewayHttp: chosen('gatewayHttpPort', state.ports.gatewayHttp),
+    gatewayManagement: chosen('managementPort', state.ports.gatewayManagement),
+    areaA: chosen('areaAPort', state.ports.areaA),
   });
   const secrets = readStackSecrets(dataDir);
-  if (!secrets) throw new Error(`No stack in ${dataDir}: run "mcp-identity up" first.`);
+  if (!secrets) throw new Error(`No stack credentials in ${dataDir}: run "mcp-identity up" first.`);
   return { layout, secrets: secrets as StackSecrets };
+}
+
+async function status(argv: string[], io: Io): Promise<number> {
+  const config = loadConfig(STACK, { argv, env: process.env });
+  if (config.help) {
+    io.out.write(`Usage: mcp-identity status [options]\n\n${renderConfigHelp(STACK)}\n`);
+    return 0;
+  }
+  const dataDir = dataDirOf(config.values.dataDir, config.sources.dataDir);
+  const state = runningStack(dataDir);
+  const layout = stackLayout(dataDir, state.ports);
+  const healthUrls: Record<string, string> = {
+    idp: layout.idp.healthUrl,
+    'scim-mcp': layout.mcp.healthUrl,
+    gateway: layout.gateway.healthUrl,
+    'area-a': layout.areaA.healthUrl,
+  };
+  const dispatcher = new Agent({ connect: { ca: readFileSync(layout.caFile, 'utf8') } });
+  const rows = await Promise.all(
+    state.services.map(async (service) => {
+      const url = healthUrls[service.name];
+      const health = url ? await probeHealth(url, dispatcher) : 'unknown';
+      return { ...service, health };
+    }),
+  );
+  await dispatcher.close();
+  io.out.write(
+    `Stack in ${dataDir}: supervisor pid ${state.supervisorPid}${state.detached ? ' (background)' : ''}, started ${state.startedAt}\n\n`,
+  );
+  const table = [
+    ['SERVICE', 'STATE', 'PID', 'RESTARTS', 'HEALTH'],
+    ...rows.map((row) => [
+      row.name,
+      row.state,
+      row.pid === undefined ? '-' : String(row.pid),
+      String(row.restarts),
+      row.health,
+    ]),
+  ];
+  const widths = table[0]?.map((_, column) =>
+    Math.max(...table.map((r) => r[column]?.length ?? 0)),
+  );
+  for (const row of table) {
+    io.out.write(
+      `${row
+        .map((cell, i) => cell.padEnd(widths?.[i] ?? 0))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
+  }
+  const allGood = rows.every((row) => row.state === 'running' && row.health === 'healthy');
+  return allGood ? 0 : 1;
+}
+
+async function probeHealth(url: string, dispatcher: Agent): Promise<string> {
+  try {
+    const response = await fetch(url, { dispatcher, signal: AbortSignal.timeout(3000) });
+    await response.body?.cancel();
+    return response.ok ? 'healthy' : `HTTP ${response.status}`;
+  } catch {
+    return 'unreachable';
+  }
+}
+
+async function down(argv: string[], io: Io): Promise<number> {
+  const config = loadConfig(STACK, { argv, env: process.env });
+  if (config.help) {
+    io.out.write(`Usage: mcp-identity down [options]\n\n${renderConfigHelp(STACK)}\n`);
+    return 0;
+  }
+  const dataDir = dataDirOf(config.values.dataDir, config.sources.dataDir);
+  const state = readRunningStack(dataDir);
+  if (!state) {
+    io.out.write(`No stack is running from ${dataDir}.\n`);
+    return 0;
+  }
+  process.kill(state.supervisorPid, 'SIGTERM');
+  // Each service has 10 s to stop before it is killed; four in turn.
+  const deadline = Date.now() + 60_000;
+  while (isAlive(state.supervisorPid) && Date.now() < deadline) {
+    await new Promise((settle) => setTimeout(settle, 100));
+  }
+  if (isAlive(state.supervisorPid)) {
+    io.err.write(`The supervisor (pid ${state.supervisorPid}) is still stopping after 60 s.\n`);
+    return 1;
+  }
+  io.out.write(`Stopped the stack in ${dataDir} (supervisor pid ${state.supervisorPid}).\n`);
+  return 0;
+}
+
+async function connect(argv: string[], io: Io): Promise<number> {
+  const config = loadConfig(CLIENT, { argv, env: process.env, allowPositionals: true });
+  const [client] = config.positionals;
+  if (config.help || !MCP_CLIENTS.includes(client as McpClientName)) {
+    const usage = `Usage: mcp-identity connect <${MCP_CLIENTS.join('|')}> [options]\n\n${renderConfigHelp(CLIENT)}\n`;
+    if (config.help) {
+      io.out.write(usage);
+      return 0;
+    }
+    io.err.write(
+      `${client === undefined ? 'Which client?' : `Unknown client "${client}".`}\n\n${usage}`,
+    );
+    return 2;
+  }
+  const { layout } = helperStack(config);
+  io.out.write(clientConfiguration(client as McpClientName, layout));
+  return 0;
 }
 
 async function token(argv: string[], io: Io): Promise<number> {
@@ -169,22 +414,12 @@ async function token(argv: string[], io: Io): Promise<number> {
     );
     return 0;
   }
-  const { layout, secrets } = clientLayout(config.values);
+  const { layout, secrets } = helperStack(config);
   const scopes = (config.values.scopes ?? '').split(/\s+/).filter(Boolean);
   const issued = await clientCredentialsToken(layout, secrets.clientApp, scopes);
   io.out.write(`${issued.accessToken}\n`);
   io.err.write(`scope: ${issued.scope || '(none)'}; expires in ${issued.expiresIn} s\n`);
   return 0;
-}
-
-/** The scopes the gateway's rule for a tool asks for (allOf: all; anyOf: the first). */
-export function scopesForTool(tool: string): string[] {
-  const rules = parseYaml(readFileSync(SCIM_GATEWAY_RULES_FILE, 'utf8')) as {
-    tools: { name: string; scopes: { allOf?: string[]; anyOf?: string[] } }[];
-  };
-  const rule = rules.tools.find((candidate) => candidate.name === tool);
-  if (!rule) return [];
-  return rule.scopes.allOf ?? rule.scopes.anyOf?.slice(0, 1) ?? [];
 }
 
 async function call(argv: string[], io: Io): Promise<number> {
@@ -203,7 +438,7 @@ async function call(argv: string[], io: Io): Promise<number> {
     io.err.write(`--args is not valid JSON: ${(error as Error).message}\n`);
     return 2;
   }
-  const { layout, secrets } = clientLayout(config.values);
+  const { layout, secrets } = helperStack(config);
   const scopes = config.values.scopes?.split(/\s+/).filter(Boolean) ?? scopesForTool(tool);
   const issued = await clientCredentialsToken(layout, secrets.clientApp, scopes);
   io.err.write(`token scopes: ${issued.scope || '(none)'}\n`);
@@ -224,7 +459,7 @@ async function demo(argv: string[], io: Io): Promise<number> {
     io.out.write(`Usage: mcp-identity demo [options]\n\n${renderConfigHelp(CLIENT)}\n`);
     return 0;
   }
-  const { layout, secrets } = clientLayout(config.values);
+  const { layout, secrets } = helperStack(config);
   const rows = await runDemo(layout, secrets);
   io.out.write(`${renderDemo(rows)}\n`);
   return rows.every((row) => row.ok) ? 0 : 1;

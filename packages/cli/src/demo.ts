@@ -20,10 +20,13 @@ export interface DemoRow {
 
 const VIEW_AND_LIST = ['internal_user_mgt_view', 'internal_user_mgt_list'];
 
+/**
+ * A 403 `insufficient_scope` challenge names the scopes the call lacked; the
+ * `scope` of a 401 challenge only advertises what the resource offers
+ * (RFC 6750 §3), so a 401 is described by its status alone.
+ */
 function describeOutcome(outcome: GatewayCallOutcome): string {
   if (outcome.kind === 'result') return 'allowed';
-  // Only an insufficient_scope challenge names missing scopes; a 401's `scope` lists what the
-  // resource accepts (RFC 6750 §3).
   const challenge = outcome.challenge ?? '';
   const scope = /error="insufficient_scope"/.test(challenge)
     ? /scope="([^"]*)"/.exec(challenge)?.[1]

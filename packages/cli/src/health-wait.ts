@@ -1,4 +1,5 @@
 import { Agent, fetch } from 'undici';
+import { describeFetchError } from './stack/network.js';
 
 export interface HealthWaitOptions {
   /** Give up after this long. */
@@ -36,9 +37,4 @@ export async function waitForHealthy(url: string, options: HealthWaitOptions): P
   } finally {
     await dispatcher.close();
   }
-}
-
-function describeFetchError(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (error as Error).message;
 }

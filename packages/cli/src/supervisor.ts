@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { EventEmitter, once } from 'node:events';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { waitForHealthy } from './health-wait.js';
 
@@ -18,53 +18,97 @@ export interface ServiceSpec {
   startTimeoutMs?: number;
 }
 
+export type ServiceState = 'starting' | 'running' | 'restarting' | 'stopped' | 'failed';
+
+/** What `mcp-identity status` shows of one service. */
+export interface ServiceStatus {
+  name: string;
+  state: ServiceState;
+  pid: number | undefined;
+  /** How many times the supervisor started the service again after it exited. */
+  restarts: number;
+  lastExit?: { code: number | null; signal: string | null; at: string };
+}
+
+export interface RestartPolicy {
+  /** Delay before the first restart; it doubles with each restart that follows quickly. */
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** A run this long resets the delay to `initialDelayMs`. */
+  stableAfterMs: number;
+  /** Consecutive failed start-ups (exit or no health) after which the supervisor gives up. */
+  maxStartFailures: number;
+}
+
+const DEFAULT_POLICY: RestartPolicy = {
+  initialDelayMs: 250,
+  maxDelayMs: 10_000,
+  stableAfterMs: 30_000,
+  maxStartFailures: 5,
+};
+
 export interface RunningService {
   readonly spec: ServiceSpec;
+  /** The current process's id (it changes with each restart). */
   readonly pid: number | undefined;
-  /** SIGTERM, then SIGKILL after the grace period; resolves when the process has exited. */
+  readonly status: ServiceStatus;
+  /** SIGTERM, then SIGKILL after the grace period; no restart follows. */
   stop(graceMs?: number): Promise<void>;
-  /** Resolves with the exit code when the process exits for any reason. */
+  /**
+   * Resolves with the last process's exit code once the service is down for
+   * good: stopped, or given up after repeated failed start-ups.
+   */
   readonly exited: Promise<number | null>;
 }
 
+export interface SupervisorOptions {
+  restart?: Partial<RestartPolicy>;
+  /** Restarts and give-ups are reported here, one line each. */
+  log?: (line: string) => void;
+}
+
+interface SupervisorEvents {
+  change: [ServiceStatus];
+  'gave-up': [ServiceStatus];
+}
+
 /**
- * Starts each service as its own process (so each can be restarted, or run
- * elsewhere), waits for its health URL, and stops them in reverse order.
+ * Starts each service as its own process, waits for its health URL, restarts
+ * a service that exits (with backoff, logged and counted) and stops them in
+ * reverse order. A service that fails its first start fails `start`; one that
+ * later keeps failing to start again is given up (`gave-up`), which callers
+ * treat as the stack failing.
  */
-export class Supervisor {
-  private readonly running: RunningService[] = [];
+export class Supervisor extends EventEmitter<SupervisorEvents> {
+  private readonly running: ManagedService[] = [];
+  private readonly policy: RestartPolicy;
+  private readonly log: (line: string) => void;
+
+  constructor(options: SupervisorOptions = {}) {
+    super();
+    this.policy = { ...DEFAULT_POLICY, ...options.restart };
+    this.log = options.log ?? (() => undefined);
+  }
 
   async start(spec: ServiceSpec): Promise<RunningService> {
-    mkdirSync(dirname(spec.logFile), { recursive: true });
-    const log = createWriteStream(spec.logFile, { flags: 'a' });
-    await once(log, 'open');
-    const child = spawn(spec.command, spec.args, {
-      env: { ...process.env, ...spec.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const service = new ManagedService(spec, this.policy, this.log, (status) => {
+      this.emit('change', status);
+      if (status.state === 'failed') this.emit('gave-up', status);
     });
-    child.stdout?.pipe(log, { end: false });
-    child.stderr?.pipe(log, { end: false });
-    const service = trackService(spec, child, log);
     this.running.push(service);
-
-    const early = new AbortController();
-    void service.exited.then(() => early.abort());
     try {
-      await waitForHealthy(spec.healthUrl, {
-        timeoutMs: spec.startTimeoutMs ?? 60_000,
-        ca: typeof spec.ca === 'function' ? spec.ca() : spec.ca,
-        signal: early.signal,
-      });
+      await service.launch();
     } catch (error) {
-      const code = early.signal.aborted ? await service.exited : undefined;
-      const why =
-        code === undefined ? (error as Error).message : `the process exited with code ${code}`;
       // A service that never became healthy is not left running behind the caller's back.
       this.running.splice(this.running.indexOf(service), 1);
       await service.stop();
-      throw new Error(`${spec.name} did not start: ${why}\n${tailOf(spec.logFile)}`);
+      throw error;
     }
     return service;
+  }
+
+  statuses(): ServiceStatus[] {
+    return this.running.map((service) => service.status);
   }
 
   /** Stops every started service, last started first. */
@@ -73,25 +117,165 @@ export class Supervisor {
   }
 }
 
-function trackService(spec: ServiceSpec, child: ChildProcess, log: WriteStream): RunningService {
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('exit', (code, signal) => {
-      log.end();
-      resolve(code ?? (signal ? null : 0));
-    });
+class ManagedService implements RunningService {
+  private child: ChildProcess | undefined;
+  private state: ServiceState = 'starting';
+  private restarts = 0;
+  private lastExit: ServiceStatus['lastExit'];
+  private stopping = false;
+  private quickRestarts = 0;
+  private startFailures = 0;
+  private readySince = 0;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private finish!: (code: number | null) => void;
+  readonly exited = new Promise<number | null>((resolve) => {
+    this.finish = resolve;
   });
-  return {
-    spec,
-    pid: child.pid,
-    exited,
-    async stop(graceMs = 10_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+
+  constructor(
+    readonly spec: ServiceSpec,
+    private readonly policy: RestartPolicy,
+    private readonly log: (line: string) => void,
+    private readonly changed: (status: ServiceStatus) => void,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get status(): ServiceStatus {
+    return {
+      name: this.spec.name,
+      state: this.state,
+      pid: this.state === 'stopped' || this.state === 'failed' ? undefined : this.pid,
+      restarts: this.restarts,
+      ...(this.lastExit ? { lastExit: this.lastExit } : {}),
+    };
+  }
+
+  private setState(state: ServiceState): void {
+    this.state = state;
+    this.changed(this.status);
+  }
+
+  /** Spawns the process and waits for its health; throws with the end of its log if it fails. */
+  async launch(): Promise<void> {
+    const { spec } = this;
+    mkdirSync(dirname(spec.logFile), { recursive: true });
+    const log = createWriteStream(spec.logFile, { flags: 'a' });
+    await once(log, 'open');
+    // Its own process group, so a terminal's Ctrl-C reaches only the supervisor,
+    // which stops the services in order; the IPC channel lets a service see its
+    // supervisor die (see parent-watch.ts).
+    const child = spawn(spec.command, spec.args, {
+      env: { ...process.env, ...spec.env },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      detached: true,
+    });
+    this.child = child;
+    child.stdout?.pipe(log, { end: false });
+    child.stderr?.pipe(log, { end: false });
+    const exited = new Promise<number | null>((resolve) => {
+      child.once('exit', (code, signal) => {
+        log.end();
+        this.lastExit = { code, signal, at: new Date().toISOString() };
+        resolve(code);
+        this.onExit(child, code, signal);
+      });
+    });
+    this.changed(this.status);
+
+    const early = new AbortController();
+    void exited.then(() => early.abort());
+    try {
+      await waitForHealthy(spec.healthUrl, {
+        timeoutMs: spec.startTimeoutMs ?? 60_000,
+        ca: typeof spec.ca === 'function' ? spec.ca() : spec.ca,
+        signal: early.signal,
+      });
+    } catch (error) {
+      const why = early.signal.aborted
+        ? `the process exited with code ${await exited}`
+        : (error as Error).message;
+      throw new Error(`${spec.name} did not start: ${why}\n${tailOf(spec.logFile)}`);
+    }
+    this.readySince = Date.now();
+    this.startFailures = 0;
+    this.setState('running');
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: string | null): void {
+    if (child !== this.child) return;
+    if (this.stopping) {
+      this.setState('stopped');
+      this.finish(code);
+      return;
+    }
+    // An exit during a start-up is that start-up failing: `launch` reports it.
+    if (this.state !== 'running') return;
+    this.log(`${this.spec.name} exited (${signal ?? `code ${code}`})`);
+    this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    if (this.readySince && Date.now() - this.readySince >= this.policy.stableAfterMs) {
+      this.quickRestarts = 0;
+    }
+    const delay = Math.min(
+      this.policy.initialDelayMs * 2 ** this.quickRestarts,
+      this.policy.maxDelayMs,
+    );
+    this.quickRestarts += 1;
+    this.readySince = 0;
+    this.log(`${this.spec.name}: restart #${this.restarts + 1} in ${delay} ms`);
+    this.setState('restarting');
+    this.restartTimer = setTimeout(() => void this.restart(), delay);
+  }
+
+  private async restart(): Promise<void> {
+    this.restartTimer = undefined;
+    this.restarts += 1;
+    try {
+      await this.launch();
+      this.log(`${this.spec.name} restarted (pid ${this.pid}, restart #${this.restarts})`);
+    } catch (error) {
+      if (this.stopping) return;
+      this.startFailures += 1;
+      this.log((error as Error).message.split('\n')[0] ?? '');
+      if (this.startFailures >= this.policy.maxStartFailures) {
+        this.log(`${this.spec.name}: ${this.startFailures} failed start-ups in a row, giving up`);
+        this.setState('failed');
+        this.finish(this.lastExit?.code ?? null);
+        return;
+      }
+      if (this.child?.exitCode === null && this.child.signalCode === null) {
+        // Alive but never healthy: replace it.
+        await this.kill(this.child, 5_000);
+      }
+      this.scheduleRestart();
+    }
+  }
+
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      await this.kill(child, graceMs);
+    } else if (this.state !== 'stopped' && this.state !== 'failed') {
+      this.setState('stopped');
+      this.finish(child?.exitCode ?? null);
+    }
+  }
+
+  private async kill(child: ChildProcess, graceMs: number): Promise<void> {
+    const exit = once(child, 'exit');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exit;
+    clearTimeout(timer);
+  }
 }
 
 /** The last lines of a log, indented, for start-up failure messages. */

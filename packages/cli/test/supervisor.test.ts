@@ -5,6 +5,7 @@ import { createApp, createLogger } from '@mcp-identity/common';
 import { startTestServer, useTempDir } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
 import { Supervisor } from '../src/supervisor.js';
+import { waitFor } from './support/wait.js';
 
 const tempDir = useTempDir();
 const toy = join(import.meta.dirname, 'fixtures/toy-service.ts');
@@ -17,11 +18,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function toySpec(mode: 'serve' | 'crash', port: number, logFile: string) {
+function toySpec(mode: 'serve' | 'crash' | 'once', port: number, logFile: string, marker = '') {
   return {
     name: 'toy',
     command: process.execPath,
-    args: ['--import', 'tsx', toy, mode, String(port)],
+    args: ['--import', 'tsx', toy, mode, String(port), marker],
     logFile,
     healthUrl: `http://127.0.0.1:${port}/health`,
     startTimeoutMs: 20_000,
@@ -62,6 +63,53 @@ describe('Supervisor', () => {
     spec.healthUrl = `${unhealthy.url}/health`;
     await expect(supervisor.start(spec)).rejects.toThrow(
       `toy did not start: ${unhealthy.url}/health not healthy after 1 s (HTTP 404)`,
+    );
+  });
+
+  it('restarts a service that exits, with backoff, and counts the restart', async () => {
+    const lines: string[] = [];
+    const supervisor = new Supervisor({ log: (line) => lines.push(line) });
+    const port = await freePort();
+    const service = await supervisor.start(toySpec('serve', port, join(tempDir(), 'toy.log')));
+    const firstPid = service.pid;
+    if (firstPid === undefined) throw new Error('no pid');
+    process.kill(firstPid, 'SIGKILL');
+    await waitFor(
+      () => service.status.state === 'running' && service.status.restarts === 1,
+      'the restart',
+    );
+    expect(service.pid).not.toBe(firstPid);
+    const answer = (await (await fetch(`http://127.0.0.1:${port}/pid`)).json()) as { pid: number };
+    expect(answer.pid).toBe(service.pid);
+    expect(service.status.lastExit).toMatchObject({ code: null, signal: 'SIGKILL' });
+    expect(lines).toEqual([
+      'toy exited (SIGKILL)',
+      'toy: restart #1 in 250 ms',
+      `toy restarted (pid ${service.pid}, restart #1)`,
+    ]);
+    await supervisor.stopAll();
+    expect(service.status.state).toBe('stopped');
+  });
+
+  it('gives a service up after repeated failed start-ups, and says so', async () => {
+    const lines: string[] = [];
+    const supervisor = new Supervisor({
+      log: (line) => lines.push(line),
+      restart: { initialDelayMs: 10, maxStartFailures: 3 },
+    });
+    const gaveUp = new Promise((resolve) => supervisor.once('gave-up', resolve));
+    const marker = join(tempDir(), 'started-once');
+    const service = await supervisor.start(
+      toySpec('once', await freePort(), join(tempDir(), 'once.log'), marker),
+    );
+    process.kill(service.pid ?? 0, 'SIGKILL');
+    await expect(gaveUp).resolves.toMatchObject({ name: 'toy', state: 'failed', restarts: 3 });
+    await expect(service.exited).resolves.toBe(3);
+    expect(lines.filter((line) => line.startsWith('toy did not start'))).toHaveLength(3);
+    expect(lines.at(-1)).toBe('toy: 3 failed start-ups in a row, giving up');
+    // The delays doubled: 10, 20, 40 ms.
+    expect(lines.filter((line) => / in \d+ ms$/.test(line)).map((l) => l.split(' in ')[1])).toEqual(
+      ['10 ms', '20 ms', '40 ms'],
     );
   });
 });

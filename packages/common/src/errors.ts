@@ -1,10 +1,68 @@
 import type { FastifyReply } from 'fastify';
 
+/**
+ * The OAuth error codes our servers send: RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009
+ * §2.2.1, RFC 7591 §3.2.2 and RFC 8707 §2, plus `too_many_requests` for throttled requests.
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'access_denied'
+  | 'unsupported_response_type'
+  | 'server_error'
+  | 'temporarily_unavailable'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'unsupported_token_type'
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata'
+  | 'invalid_target'
+  | 'too_many_requests';
+
+/** The status each code is answered with unless the caller says otherwise (RFC 6749 §5.2, RFC 6750 §3.1). */
+const DEFAULT_STATUS: Partial<Record<OAuthErrorCode, number>> = {
+  invalid_client: 401,
+  invalid_token: 401,
+  insufficient_scope: 403,
+  too_many_requests: 429,
+  server_error: 500,
+  temporarily_unavailable: 503,
+};
+
+export function oauthErrorStatus(code: OAuthErrorCode): number {
+  return DEFAULT_STATUS[code] ?? 400;
+}
+
+/**
+ * An OAuth request refused with `code`; thrown from a route and answered by the server's error
+ * handler with `oauthError`. `basicChallenge` adds `WWW-Authenticate: Basic` to a 401
+ * invalid_client when the client tried HTTP Basic (RFC 6749 §5.2).
+ */
+export class OAuthError extends Error {
+  readonly status: number;
+  readonly basicChallenge: boolean;
+
+  constructor(
+    readonly code: OAuthErrorCode,
+    readonly description: string,
+    options: { status?: number; basicChallenge?: boolean } = {},
+  ) {
+    super(description);
+    this.name = 'OAuthError';
+    this.status = options.status ?? oauthErrorStatus(code);
+    this.basicChallenge = options.basicChallenge ?? false;
+  }
+}
+
 /** RFC 6749 §5.2 error body, never cached (it may follow a token request). */
 export function oauthError(
   reply: FastifyReply,
   status: number,
-  error: string,
+  error: OAuthErrorCode,
   description?: string,
 ): FastifyReply {
   const body: { error: string; error_description?: string } = { error };
@@ -14,6 +72,16 @@ export function oauthError(
     .header('cache-control', 'no-store')
     .header('content-type', 'application/json; charset=utf-8')
     .send(body);
+}
+
+/** A throttled OAuth request: 429 with `Retry-After` (RFC 6585 §4, RFC 9110 §10.2.3). */
+export function oauthTooManyRequests(
+  reply: FastifyReply,
+  retryAfterSeconds: number,
+  description: string,
+): FastifyReply {
+  reply.header('retry-after', String(retryAfterSeconds));
+  return oauthError(reply, 429, 'too_many_requests', description);
 }
 
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';

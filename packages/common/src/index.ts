@@ -1,4 +1,5 @@
 export { type AppOptions, createApp } from './app.js';
+export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
 export {
   ConfigError,
   type ConfigProblem,
@@ -19,7 +20,11 @@ export {
   type JsonRpcErrorResponse,
   type JsonRpcId,
   jsonRpcError,
+  OAuthError,
+  type OAuthErrorCode,
   oauthError,
+  oauthErrorStatus,
+  oauthTooManyRequests,
   SCIM_ERROR_SCHEMA,
   type ScimErrorBody,
   scimError,
@@ -27,8 +32,15 @@ export {
 } from './errors.js';
 export { type HealthOptions, registerHealthRoutes } from './health.js';
 export { escapeHtml, setHtmlSecurityHeaders } from './html.js';
+export {
+  authScheme,
+  type BasicCredentials,
+  basicClientCredentials,
+  basicCredentials,
+  bearerToken,
+} from './http-auth.js';
 export { createLogger, type Logger, type LoggerSettings } from './logger.js';
-export { runMain } from './main.js';
+export { type MainOptions, runMain } from './main.js';
 export {
   CORS_ALLOW_HEADERS,
   CORS_EXPOSE_HEADERS,
@@ -41,6 +53,7 @@ export {
   type OriginPolicyOptions,
   registerCors,
 } from './origin.js';
+export { isS256Challenge, s256Challenge, verifyS256 } from './pkce.js';
 export {
   isDatabaseUnavailable,
   migrateSchema,
@@ -77,6 +90,8 @@ export {
 } from './throttle.js';
 export { createRedisThrottles, RedisThrottle, type RedisThrottles } from './throttle-redis.js';
 export {
+  certificateAuthorityPath,
+  ensureCertificateAuthority,
   ensureSelfSignedCertificate,
   loadTlsFiles,
   selfSignedCertificateFiles,

@@ -5,7 +5,7 @@ const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 const CUSTOM = 'urn:scim:schemas:extension:custom:User';
 const SEARCH = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
 
-describe('SCIM filters (research §1.5)', async () => {
+describe('SCIM filters (RFC 7644 §3.4.2.2, WSO2 rules)', async () => {
   const idp = await startTestIdp();
   const people = [
     { userName: 'alice', region: 'EU', department: 'Sales', tier: 'gold' },
@@ -14,8 +14,17 @@ describe('SCIM filters (research §1.5)', async () => {
     { userName: 'kim', region: 'APAC', department: 'Support', tier: 'gold' },
   ];
   for (const p of people) {
+    // alice's work address is in one entry, her "work"-looking mail in another.
+    const emails =
+      p.userName === 'alice'
+        ? [
+            { value: 'alice@work.example', type: 'work' },
+            { value: 'alice@home.example', type: 'home' },
+          ]
+        : [{ value: `${p.userName}@example.com`, primary: true }];
     const response = await idp.scim('POST', '/Users', {
       body: userBody(p.userName, {
+        emails,
         addresses: [{ type: 'work', formatted: p.region }],
         [ENTERPRISE]: { department: p.department },
         [CUSTOM]: { customerTier: p.tier },
@@ -23,7 +32,9 @@ describe('SCIM filters (research §1.5)', async () => {
     });
     expect(response.status).toBe(201);
   }
-  await idp.scim('POST', '/Groups', { body: { displayName: 'sales-team' } });
+  await idp.scim('POST', '/Groups', {
+    body: { displayName: 'sales-team', externalId: 'ext-sales' },
+  });
   await idp.scim('POST', '/Groups', { body: { displayName: 'support-team' } });
   await idp.scim('POST', '/v2/Roles', { body: { displayName: 'auditor' } });
 
@@ -56,6 +67,23 @@ describe('SCIM filters (research §1.5)', async () => {
     ['name.givenName eq bob', ['bob']],
     [`userName sw al and ${CUSTOM}:customerTier eq gold`, ['alice']],
     ['urn:ietf:params:scim:schemas:core:2.0:User:userName eq kim', ['kim']],
+    ['userName gt bob', ['kim']],
+    ['userName lt alice', ['alfred']],
+    ['userName eq alice or userName eq bob', ['alice', 'bob']],
+    ['userName eq alice OR userName eq bob', ['alice', 'bob']],
+    ['not (userName sw al)', ['bob', 'kim']],
+    ['emails pr', ['alfred', 'alice', 'bob', 'kim']],
+    ['emails.type pr', ['alice']],
+    [`(userName eq alice or userName eq bob) and ${CUSTOM}:customerTier eq silver`, ['bob']],
+    [`userName sw al and not (${ENTERPRISE}:department eq Sales)`, []],
+    ['emails[type eq "work" and value co "work"]', ['alice']],
+    ['emails[type eq "home" and value co "work"]', []],
+    ['emails[type eq "work" or value ew "kim@example.com"]', ['alice', 'kim']],
+    ['emails[not (type eq "work")]', ['alfred', 'alice', 'bob', 'kim']],
+    ['emails[type ne "work"] and userName sw al', ['alfred', 'alice']],
+    ['meta.created gt "2000-01-01T00:00:00Z"', ['alfred', 'alice', 'bob', 'kim']],
+    ['meta.lastModified lt "2000-01-01"', []],
+    ['meta.created le "2999-12-31T00:00:00.000Z" and userName eq kim', ['kim']],
   ])('users: %s', async (filter, expected) => {
     const response = await search(filter);
     expect(response.status).toBe(200);
@@ -72,20 +100,18 @@ describe('SCIM filters (research §1.5)', async () => {
     ['', 'InvalidFilter', 'Given filter operator is not supported.'],
     ['userName', 'InvalidFilter', 'Given filter operator is not supported.'],
     ['userName zz alice', 'InvalidFilter', 'Given filter operator is not supported.'],
+    ['emails[type eq "work"', 'InvalidFilter', 'Given filter operator is not supported.'],
+    ['userName eq a or', 'InvalidFilter', 'Given filter operator is not supported.'],
     [
-      'userName gt a',
+      'emails[type eq "work" and emails[value eq x]]',
       'InvalidFilter',
-      'Filter operation: gt is not supported for filtering in users endpoint.',
+      'Given filter operator is not supported.',
     ],
-    [
-      'emails pr',
-      'InvalidFilter',
-      'Filter operation: pr is not supported for filtering in users endpoint.',
-    ],
-    ['userName eq a or userName eq b', 'InvalidFilter', 'Unsupported Operation: or'],
+    ['userName[value eq x]', 'InvalidFilter', 'Given filter operator is not supported.'],
     ['shoeSize eq 44', 'invalidValue', 'Not a valid attribute name/uri'],
+    ['emails[shoe eq 44]', 'invalidValue', 'Not a valid attribute name/uri'],
     [`${CUSTOM}:loyalty eq 1`, 'invalidValue', 'Not a valid attribute name/uri'],
-    ['emails[type eq "work"]', 'InvalidFilter', 'Given filter operator is not supported.'],
+    ['meta.created gt yesterday', 'invalidValue', 'Not a valid date and time: yesterday'],
   ])('users reject %j', async (filter, scimType, detail) => {
     const response = await search(filter);
     expect(response.status).toBe(400);
@@ -98,22 +124,71 @@ describe('SCIM filters (research §1.5)', async () => {
     });
   });
 
-  it('groups: one expression, no ne, no logic', async () => {
-    const ok = await idp.scim(
-      'GET',
-      `/Groups?filter=${encodeURIComponent('displayName sw sales')}`,
-    );
-    expect((ok.body.Resources as { displayName: string }[]).map((g) => g.displayName)).toEqual([
+  it('rejects a 5,000-term filter with a 400 instead of failing', async () => {
+    const filter = Array.from({ length: 5000 }, (_, i) => `userName eq u${i}`).join(' or ');
+    const response = await search(filter);
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ scimType: 'InvalidFilter', status: '400' });
+    expect(response.body.detail).toMatch(/^The filter is too complex/);
+    const nested = await search(`${'('.repeat(5000)}userName eq a${')'.repeat(5000)}`);
+    expect(nested.status).toBe(400);
+  });
+
+  it('groups: ne, and, or, not and member value filters', async () => {
+    const groupNames = async (filter: string) => {
+      const response = await idp.scim('GET', `/Groups?filter=${encodeURIComponent(filter)}`);
+      expect(response.status).toBe(200);
+      return ((response.body.Resources as { displayName: string }[] | undefined) ?? [])
+        .map((g) => g.displayName)
+        .sort();
+    };
+    expect(await groupNames('displayName sw sales')).toEqual(['sales-team']);
+    expect(await groupNames('displayName ne sales-team')).toEqual(['support-team']);
+    expect(await groupNames('displayName eq sales-team or displayName eq support-team')).toEqual([
+      'sales-team',
+      'support-team',
+    ]);
+    expect(await groupNames('displayName sw s and not (displayName co port)')).toEqual([
       'sales-team',
     ]);
-    const ne = await idp.scim('GET', `/Groups?filter=${encodeURIComponent('displayName ne x')}`);
-    expect(ne.status).toBe(400);
-    expect(ne.body.detail).toBe('Filter operation: ne is not supported for groups filtering.');
+    expect(await groupNames('externalId eq ext-sales')).toEqual(['sales-team']);
+    expect(await groupNames('displayName gt sales-team')).toEqual(['support-team']);
+    expect(await groupNames('meta.created gt "2000-01-01T00:00:00Z"')).toEqual([
+      'sales-team',
+      'support-team',
+    ]);
     const complex = await idp.scim('POST', '/Groups/.search', {
       body: { schemas: [SEARCH], filter: 'displayName eq a and displayName eq b' },
     });
-    expect(complex.status).toBe(501);
-    expect(complex.body.detail).toBe('Complex filters are not supported yet');
+    expect(complex.status).toBe(200);
+    expect(complex.body.totalResults).toBe(0);
+  });
+
+  it("groups: Entra's membership check `id eq X and members[value eq Y]`", async () => {
+    const alice = (await search('userName eq alice')).body.Resources as { id: string }[];
+    const bob = (await search('userName eq bob')).body.Resources as { id: string }[];
+    const group = (
+      await idp.scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq sales-team')}`)
+    ).body.Resources as { id: string }[];
+    await idp.scim('PATCH', `/Groups/${group[0]!.id}`, {
+      body: { Operations: [{ op: 'add', path: 'members', value: [{ value: alice[0]!.id }] }] },
+    });
+    const check = (userId: string) =>
+      idp.scim(
+        'GET',
+        `/Groups?excludedAttributes=members&filter=${encodeURIComponent(
+          `id eq "${group[0]!.id}" and members[value eq "${userId}"]`,
+        )}`,
+      );
+    const member = await check(alice[0]!.id);
+    expect(member.status).toBe(200);
+    expect(member.body.totalResults).toBe(1);
+    expect(member.body.Resources).toEqual([
+      expect.not.objectContaining({ members: expect.anything() }),
+    ]);
+    const notMember = await check(bob[0]!.id);
+    expect(notMember.body.totalResults).toBe(0);
+    expect(notMember.body).not.toHaveProperty('Resources');
   });
 
   it('roles: displayName and audience only, and only', async () => {

@@ -2,10 +2,11 @@ import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Agent, fetch } from 'undici';
+import { Agent } from 'undici';
 import type { StackLayout } from './layout.js';
+import { fetchNamingUrl } from './network.js';
 
-/** An undici agent that trusts one service's self-signed certificate. */
+/** An undici agent that trusts one CA (the stack's), and no other. */
 export function trustingAgent(certFile: string): Agent {
   return new Agent({ connect: { ca: readFileSync(certFile, 'utf8') } });
 }
@@ -16,12 +17,12 @@ export async function clientCredentialsToken(
   client: { clientId: string; clientSecret: string },
   scopes: string[],
 ): Promise<{ accessToken: string; scope: string; expiresIn: number }> {
-  const dispatcher = trustingAgent(layout.idp.certFile);
+  const dispatcher = trustingAgent(layout.caFile);
   try {
     const basic = Buffer.from(
       `${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`,
     ).toString('base64');
-    const response = await fetch(layout.idp.tokenUrl, {
+    const response = await fetchNamingUrl(layout.idp.tokenUrl, {
       method: 'POST',
       dispatcher,
       headers: {
@@ -68,12 +69,15 @@ export async function callToolThroughGateway(
   tool: string,
   args: Record<string, unknown>,
 ): Promise<GatewayCallOutcome> {
-  const dispatcher = trustingAgent(layout.gateway.certFile);
+  const dispatcher = trustingAgent(layout.caFile);
   let refusal: GatewayCallOutcome | undefined;
   const transport = new StreamableHTTPClientTransport(new URL(layout.gateway.mcpUrl), {
     requestInit: { headers: { authorization: `Bearer ${accessToken}` } },
     fetch: async (url, init) => {
-      const response = await fetch(url as string, { ...(init as object), dispatcher } as never);
+      const response = await fetchNamingUrl(String(url), {
+        ...(init as object),
+        dispatcher,
+      } as never);
       if (response.status === 401 || response.status === 403) {
         refusal = {
           kind: 'refused',
@@ -92,11 +96,19 @@ export async function callToolThroughGateway(
     return { kind: 'result', result };
   } catch (error) {
     if (refusal) return refusal;
-    throw error;
+    throw new Error(saidOnce((error as Error).message), { cause: error });
   } finally {
     await client.close().catch(() => undefined);
     await dispatcher.close();
   }
+}
+
+/**
+ * The SDK prefixes "MCP error <code>: " to a JSON-RPC error's message, and a
+ * server built on the SDK already sent its message with that prefix: say it once.
+ */
+export function saidOnce(message: string): string {
+  return message.replace(/^(MCP error -?\d+: )(?:MCP error -?\d+: )+/, '$1');
 }
 
 /** The text of a tool result (the tools answer with one text item). */

@@ -1,13 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { hashSecret } from '@mcp-identity/common';
 import { stringify as stringifyToml } from 'smol-toml';
-import { fetch } from 'undici';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { stringify as stringifyYaml } from 'yaml';
+import { gatewayRules } from './gateway-rules.js';
 import { KEY_MANAGER_NAME, PROXY_CONTEXT, PROXY_NAME, type StackLayout } from './layout.js';
-import { SCIM_GATEWAY_RULES_FILE } from './locations.js';
+import { fetchNamingUrl } from './network.js';
 import type { StackSecrets } from './secrets.js';
+import { upstreamAuth } from './upstream-auth.js';
 
 /**
  * The gateway's TOML configuration: its listeners on loopback, the admin user,
@@ -47,7 +47,7 @@ export async function writeGatewayConfig(
               remote: {
                 uri: layout.idp.jwksUrl,
                 skipTlsVerify: false,
-                certificatePath: layout.idp.certFile,
+                certificatePath: layout.caFile,
               },
             },
           },
@@ -64,8 +64,8 @@ export async function writeGatewayConfig(
 export function scimProxyDefinition(
   layout: StackLayout,
   secrets: StackSecrets,
+  options: { upstreamAuth: boolean },
 ): Record<string, unknown> {
-  const rules = parseYaml(readFileSync(SCIM_GATEWAY_RULES_FILE, 'utf8')) as { tools: unknown[] };
   return {
     apiVersion: 'gateway.api-platform.vendor/v1',
     kind: 'Mcp',
@@ -75,7 +75,10 @@ export function scimProxyDefinition(
       version: 'v1.0',
       context: PROXY_CONTEXT,
       specVersions: ['2025-06-18', '2025-11-25'],
-      upstream: { url: layout.mcp.mcpUrl },
+      upstream: {
+        url: layout.mcp.mcpUrl,
+        ...(options.upstreamAuth ? { auth: upstreamAuth(layout.mcp.upstreamSecretFile) } : {}),
+      },
       tools: [],
       resources: [],
       prompts: [],
@@ -89,7 +92,7 @@ export function scimProxyDefinition(
             forwardToken: false,
           },
         },
-        { name: 'mcp-authz', version: 'v1', params: { tools: rules.tools } },
+        { name: 'mcp-authz', version: 'v1', params: { tools: gatewayRules() } },
       ],
     },
   };
@@ -102,6 +105,7 @@ export function scimProxyDefinition(
 export async function deployScimProxy(
   layout: StackLayout,
   secrets: StackSecrets,
+  options: { upstreamAuth: boolean },
 ): Promise<'created' | 'updated'> {
   const base = `${layout.gateway.managementUrl}/api/management/v1/mcp-proxies`;
   const { username, password } = secrets.gatewayAdmin;
@@ -109,12 +113,12 @@ export async function deployScimProxy(
     authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
     'content-type': 'application/yaml',
   };
-  const body = stringifyYaml(scimProxyDefinition(layout, secrets));
-  const existing = await fetch(`${base}/${PROXY_NAME}`, { headers });
+  const body = stringifyYaml(scimProxyDefinition(layout, secrets, options));
+  const existing = await fetchNamingUrl(`${base}/${PROXY_NAME}`, { headers });
   await existing.body?.cancel();
   const [method, url, expected] =
     existing.status === 200 ? ['PUT', `${base}/${PROXY_NAME}`, 200] : ['POST', base, 201];
-  const response = await fetch(url, { method, headers, body });
+  const response = await fetchNamingUrl(url, { method, headers, body });
   if (response.status !== expected) {
     throw new Error(`${method} ${url} answered ${response.status}: ${await response.text()}`);
   }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { selfSignedCertificateFiles } from '@mcp-identity/common';
+import { certificateAuthorityPath, selfSignedCertificateFiles } from '@mcp-identity/common';
 
 export interface StackPorts {
   idp: number;
@@ -28,6 +28,8 @@ export const KEY_MANAGER_NAME = 'embedded-idp';
 export interface StackLayout {
   dataDir: string;
   ports: StackPorts;
+  /** The stack's local CA: the one certificate clients trust to reach every HTTPS listener. */
+  caFile: string;
   idp: {
     url: string;
     issuer: string;
@@ -38,16 +40,23 @@ export interface StackLayout {
     certFile: string;
     bootstrapFile: string;
   };
-  mcp: { mcpUrl: string; healthUrl: string };
+  mcp: {
+    mcpUrl: string;
+    healthUrl: string;
+    /** The secret the gateway sends upstream and the SCIM MCP server requires (0600). */
+    upstreamSecretFile: string;
+  };
   gateway: {
     publicUrl: string;
     managementUrl: string;
     mcpUrl: string;
+    /** The same MCP endpoint on the plain HTTP listener. */
+    plainMcpUrl: string;
     prmUrl: string;
     healthUrl: string;
     dataDir: string;
     configFile: string;
-    /** The gateway's self-signed certificate, which clients of its HTTPS listener trust. */
+    /** The gateway's certificate (issued by the stack's CA). */
     certFile: string;
   };
   areaA: { url: string; mcpUrl: string; healthUrl: string; dataDir: string };
@@ -64,6 +73,7 @@ export function stackLayout(dataDir: string, ports: StackPorts): StackLayout {
   return {
     dataDir,
     ports,
+    caFile: certificateAuthorityPath(dataDir),
     idp: {
       url: idpUrl,
       issuer: `${idpUrl}/oauth2/token`,
@@ -74,11 +84,16 @@ export function stackLayout(dataDir: string, ports: StackPorts): StackLayout {
       certFile: selfSignedCertificateFiles(idpDir).certPath,
       bootstrapFile: join(idpDir, 'bootstrap.yaml'),
     },
-    mcp: { mcpUrl: `${mcpUrl}/mcp`, healthUrl: `${mcpUrl}/health` },
+    mcp: {
+      mcpUrl: `${mcpUrl}/mcp`,
+      healthUrl: `${mcpUrl}/health`,
+      upstreamSecretFile: join(dataDir, 'scim-mcp', 'gateway-auth.secret'),
+    },
     gateway: {
       publicUrl: gatewayUrl,
       managementUrl: `http://localhost:${ports.gatewayManagement}`,
       mcpUrl: `${gatewayUrl}${PROXY_CONTEXT}/mcp`,
+      plainMcpUrl: `http://localhost:${ports.gatewayHttp}${PROXY_CONTEXT}/mcp`,
       prmUrl: `${gatewayUrl}${PROXY_CONTEXT}/.well-known/oauth-protected-resource`,
       healthUrl: `http://localhost:${ports.gatewayHttp}/_gateway-health/healthy`,
       dataDir: gatewayDir,

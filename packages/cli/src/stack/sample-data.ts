@@ -1,5 +1,7 @@
 import { randomToken } from '@mcp-identity/common';
 import type { BootstrapDocument } from '@mcp-identity/idp';
+import { gatewayRuleScopes } from './gateway-rules.js';
+import type { StackLayout } from './layout.js';
 import type { StackSecrets } from './secrets.js';
 
 export const READ_ONLY_SCOPES = ['internal_user_mgt_view', 'internal_user_mgt_list'];
@@ -79,13 +81,52 @@ function scimUser(user: SampleUser): Record<string, unknown> {
   };
 }
 
+/** An RFC 8707 API resource as the IdP's bootstrap file declares it (contracts C3). */
+export interface ApiResourceBootstrap {
+  identifier: string;
+  name: string;
+  scopes: string[];
+  dynamicClients: boolean;
+  applications: string[];
+}
+
+/**
+ * One API resource per gateway listener, offering the scopes the gateway's
+ * rules use, so a standard MCP client that found the gateway's metadata gets a
+ * token for it after its user signs in. No application is listed: the backend
+ * must never get the gateway's audience.
+ */
+export function gatewayApiResources(layout: StackLayout): ApiResourceBootstrap[] {
+  const scopes = gatewayRuleScopes();
+  return [
+    { identifier: layout.gateway.mcpUrl, name: 'SCIM MCP gateway (HTTPS)' },
+    { identifier: layout.gateway.plainMcpUrl, name: 'SCIM MCP gateway (HTTP)' },
+  ].map((resource) => ({ ...resource, scopes, dynamicClients: true, applications: [] }));
+}
+
+/** A person who can sign in and only read users: the role `user-auditor` (list and view). */
+function readOnlyUser(secrets: StackSecrets): Record<string, unknown> {
+  const { userName, password } = secrets.readOnlyUser;
+  return {
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+    userName,
+    password,
+    name: { givenName: 'Read', familyName: 'Only' },
+    emails: [{ value: `${userName}@example.com`, primary: true, type: 'work' }],
+  };
+}
+
 /**
  * What the embedded identity provider holds after bootstrap: the two
  * machine-to-machine applications of spec §5.2 (all scopes, JWT tokens), the
  * custom attributes the profile tool writes, and sample people, groups and roles.
  */
-export function stackBootstrap(secrets: StackSecrets): BootstrapDocument {
+export function stackBootstrap(
+  secrets: StackSecrets,
+  apiResources?: ApiResourceBootstrap[],
+): BootstrapDocument & { apiResources?: ApiResourceBootstrap[] } {
   return {
+    ...(apiResources ? { apiResources } : {}),
     customAttributes: [
       { name: 'customerTier', type: 'string' },
       { name: 'contractEndDate', type: 'string' },
@@ -113,7 +154,7 @@ export function stackBootstrap(secrets: StackSecrets): BootstrapDocument {
         scopes: READ_ONLY_SCOPES,
       },
     ],
-    users: USERS.map(scimUser),
+    users: [...USERS.map(scimUser), readOnlyUser(secrets)],
     groups: [
       { displayName: 'engineering', members: ['alice', 'dave'] },
       { displayName: 'sales-team', members: ['bob'] },
@@ -122,8 +163,8 @@ export function stackBootstrap(secrets: StackSecrets): BootstrapDocument {
     roles: [
       {
         displayName: 'user-auditor',
-        permissions: ['internal_user_mgt_view', 'internal_user_mgt_list'],
-        users: ['erin'],
+        permissions: READ_ONLY_SCOPES,
+        users: ['erin', secrets.readOnlyUser.userName],
       },
       {
         displayName: 'helpdesk',

@@ -12,6 +12,8 @@ export interface StackSecrets {
   readOnlyApp: { clientId: string; clientSecret: string };
   gatewayAdmin: { username: string; password: string };
   areaAccount: { email: string; password: string };
+  /** A person at the IdP whose role grants only the list and view scopes (contracts C3). */
+  readOnlyUser: { userName: string; password: string };
 }
 
 const FILE = 'stack-secrets.json';
@@ -23,6 +25,7 @@ function generate(): StackSecrets {
     readOnlyApp: { clientId: `scim-readonly-${randomToken(9)}`, clientSecret: randomToken(32) },
     gatewayAdmin: { username: 'admin', password: randomToken(18) },
     areaAccount: { email: 'agent-admin@example.com', password: randomToken(12) },
+    readOnlyUser: { userName: 'reader', password: `${randomToken(12)}Aa1!` },
   };
 }
 

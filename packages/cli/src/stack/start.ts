@@ -1,15 +1,24 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AccountError, AccountStore } from '@mcp-identity/arazzo-mcp';
-import { ensureSelfSignedCertificate } from '@mcp-identity/common';
+import { ensureCertificateAuthority, ensureSelfSignedCertificate } from '@mcp-identity/common';
 import { stringify as stringifyYaml } from 'yaml';
 import type { Progress } from '../progress.js';
-import { type RunningService, type ServiceSpec, Supervisor } from '../supervisor.js';
+import {
+  type RestartPolicy,
+  type RunningService,
+  type ServiceSpec,
+  type ServiceStatus,
+  Supervisor,
+} from '../supervisor.js';
+import { probeCapabilities } from './capabilities.js';
 import { deployScimProxy, writeGatewayConfig } from './gateway-setup.js';
 import { type StackLayout, type StackPorts, stackLayout } from './layout.js';
-import { SCIM_ARAZZO_FILE, serviceBin } from './locations.js';
-import { stackBootstrap } from './sample-data.js';
+import { PARENT_WATCH_FILE, SCIM_ARAZZO_FILE, serviceBin } from './locations.js';
+import { gatewayApiResources, stackBootstrap } from './sample-data.js';
 import { loadOrCreateStackSecrets, type StackSecrets } from './secrets.js';
+import { readRunningStack, removeStackState, writeStackState } from './state.js';
+import { ensureUpstreamSecret, requireHeaderArgs } from './upstream-auth.js';
 
 export interface StackOptions {
   dataDir: string;
@@ -17,6 +26,9 @@ export interface StackOptions {
   progress: Progress;
   /** Per-service start-up limit. */
   startTimeoutMs?: number;
+  /** Recorded in the state file: started by `up --detach`. */
+  detached?: boolean;
+  restart?: Partial<RestartPolicy>;
 }
 
 export interface RunningStack {
@@ -25,6 +37,8 @@ export interface RunningStack {
   /** True when this start created the stack's credentials (a fresh data directory). */
   firstStart: boolean;
   services: Record<'idp' | 'mcp' | 'gateway' | 'areaA', RunningService>;
+  /** Resolves when the supervisor gave a service up (it kept failing to start again). */
+  failed: Promise<ServiceStatus>;
   stop(): Promise<void>;
 }
 
@@ -36,26 +50,62 @@ export interface RunningStack {
  */
 export async function startStack(options: StackOptions): Promise<RunningStack> {
   const layout = stackLayout(options.dataDir, options.ports);
+  const running = readRunningStack(layout.dataDir);
+  if (running) {
+    throw new Error(
+      `A stack is already running from ${layout.dataDir} (supervisor pid ${running.supervisorPid}): "mcp-identity status" shows it, "mcp-identity down" stops it.`,
+    );
+  }
   await mkdir(layout.dataDir, { recursive: true, mode: 0o700 });
   const { created, ...secrets } = loadOrCreateStackSecrets(layout.dataDir);
-  const supervisor = new Supervisor();
   const { progress } = options;
+  const supervisor = new Supervisor({
+    restart: options.restart,
+    log: (line) => progress.info(`[${new Date().toISOString()}] ${line}`),
+  });
+  const recordState = () =>
+    writeStackState(layout.dataDir, {
+      supervisorPid: process.pid,
+      detached: options.detached ?? false,
+      startedAt,
+      ports: layout.ports,
+      services: supervisor.statuses(),
+    });
+  const startedAt = new Date().toISOString();
+  recordState();
+  supervisor.on('change', recordState);
+  const failed = new Promise<ServiceStatus>((resolve) => supervisor.once('gave-up', resolve));
   const service = (spec: Omit<ServiceSpec, 'logFile' | 'command' | 'startTimeoutMs'>) =>
     supervisor.start({
       ...spec,
       command: process.execPath,
+      args: ['--import', PARENT_WATCH_FILE, ...spec.args],
       logFile: join(layout.logDir, `${spec.name}.log`),
       startTimeoutMs: options.startTimeoutMs,
     });
+  const stop = async () => {
+    supervisor.off('change', recordState);
+    await supervisor.stopAll();
+    removeStackState(layout.dataDir);
+  };
 
   try {
-    // The IdP's certificate is made here, before the IdP starts, so every client
-    // of the IdP can trust exactly it instead of switching verification off.
-    const idpTls = await ensureSelfSignedCertificate(layout.idp.dataDir);
-    const trustIdp = { NODE_EXTRA_CA_CERTS: idpTls.certPath };
-    await writeFile(layout.idp.bootstrapFile, stringifyYaml(stackBootstrap(secrets)), {
-      mode: 0o600,
-    });
+    // Certificates are issued here, before the services start, by the stack's
+    // one CA, so every client trusts exactly that CA instead of switching
+    // verification off.
+    const ca = await ensureCertificateAuthority(layout.dataDir);
+    await ensureSelfSignedCertificate(layout.idp.dataDir, { caDir: layout.dataDir });
+    await ensureSelfSignedCertificate(layout.gateway.dataDir, { caDir: layout.dataDir });
+    const trustCa = { NODE_EXTRA_CA_CERTS: layout.caFile };
+    const capabilities = probeCapabilities();
+    const bootstrap = stackBootstrap(
+      secrets,
+      capabilities.apiResources ? gatewayApiResources(layout) : undefined,
+    );
+    await writeFile(layout.idp.bootstrapFile, stringifyYaml(bootstrap), { mode: 0o600 });
+    const upstreamAuthArgs = capabilities.upstreamAuth
+      ? requireHeaderArgs(ensureUpstreamSecret(layout.mcp.upstreamSecretFile))
+      : [];
 
     const idp = await progress.step(
       'identity provider',
@@ -75,7 +125,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             layout.idp.url,
           ],
           healthUrl: layout.idp.healthUrl,
-          ca: idpTls.cert,
+          ca: ca.cert,
         }),
       () => `identity provider ready at ${layout.idp.url}`,
     );
@@ -107,8 +157,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             '127.0.0.1',
             '--port',
             String(layout.ports.mcp),
+            ...upstreamAuthArgs,
           ],
-          env: { ...backendCredentials, ...trustIdp },
+          env: { ...backendCredentials, ...trustCa },
           healthUrl: layout.mcp.healthUrl,
         }),
       () => `SCIM MCP server ready at ${layout.mcp.mcpUrl} (21 tools)`,
@@ -132,7 +183,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     );
     const deployed = await progress.step(
       'deploying the /scim proxy through the management API',
-      () => deployScimProxy(layout, secrets),
+      () => deployScimProxy(layout, secrets, { upstreamAuth: capabilities.upstreamAuth }),
     );
     progress.info(`    proxy ${deployed}`);
 
@@ -159,7 +210,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             '--public-url',
             layout.areaA.url,
           ],
-          env: { ...backendCredentials, ...trustIdp },
+          env: { ...backendCredentials, ...trustCa },
           healthUrl: layout.areaA.healthUrl,
         }),
       () => `Area A server ready at ${layout.areaA.url}`,
@@ -170,10 +221,11 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       secrets,
       firstStart: created,
       services: { idp, mcp, gateway, areaA },
-      stop: () => supervisor.stopAll(),
+      failed,
+      stop,
     };
   } catch (error) {
-    await supervisor.stopAll();
+    await stop();
     throw error;
   }
 }

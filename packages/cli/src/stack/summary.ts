@@ -1,15 +1,50 @@
+import { DEFAULT_PORTS, type StackLayout, type StackPorts } from './layout.js';
 import type { RunningStack } from './start.js';
 
+const PORT_FLAGS: Record<keyof StackPorts, string> = {
+  idp: '--idp-port',
+  mcp: '--mcp-port',
+  gatewayHttps: '--gateway-https-port',
+  gatewayHttp: '--gateway-http-port',
+  gatewayManagement: '--management-port',
+  areaA: '--area-a-port',
+};
+
+/**
+ * The flags that point a helper command at this stack: the data directory
+ * unless it is the default, and every port that is not the default (the
+ * helpers also read the ports from the data directory; the flags make a
+ * printed command self-explanatory and copyable elsewhere).
+ */
+export function stackFlags(layout: StackLayout, defaultDataDir: string): string {
+  const flags: string[] = [];
+  if (layout.dataDir !== defaultDataDir) flags.push(`--data-dir ${shellQuote(layout.dataDir)}`);
+  for (const [key, flag] of Object.entries(PORT_FLAGS) as [keyof StackPorts, string][]) {
+    if (layout.ports[key] !== DEFAULT_PORTS[key]) flags.push(`${flag} ${layout.ports[key]}`);
+  }
+  return flags.map((flag) => ` ${flag}`).join('');
+}
+
+function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
 /** Everything a person needs to use the running stack, printed once after start-up. */
-export function renderSummary(stack: RunningStack): string {
+export function renderSummary(
+  stack: RunningStack,
+  options: { detached: boolean; defaultDataDir: string },
+): string {
   const { layout, secrets } = stack;
-  const dataFlag = `--data-dir ${JSON.stringify(layout.dataDir)}`;
+  const flags = stackFlags(layout, options.defaultDataDir);
   const lines = [
     '',
-    'mcp-identity is running. Ctrl-C stops everything.',
+    options.detached
+      ? `mcp-identity is running in the background. "npx mcp-identity down${flags}" stops it.`
+      : 'mcp-identity is running. Ctrl-C stops everything.',
     '',
     'Area B — the gateway in front of the SCIM MCP server',
     `  MCP endpoint (gateway)      ${layout.gateway.mcpUrl}`,
+    `                              ${layout.gateway.plainMcpUrl}`,
     `  Protected resource metadata ${layout.gateway.prmUrl}`,
     `  Management API              ${layout.gateway.managementUrl}/api/management/v1/mcp-proxies`,
     `  Health                      ${layout.gateway.healthUrl}`,
@@ -23,17 +58,21 @@ export function renderSummary(stack: RunningStack): string {
     `  JWKS                        ${layout.idp.jwksUrl}`,
     `  Client application          client_id ${secrets.clientApp.clientId}`,
     `                              client_secret ${secrets.clientApp.clientSecret}`,
+    `  Read-only user              ${secrets.readOnlyUser.userName} / ${secrets.readOnlyUser.password}`,
     '',
     'Area A — the MCP server with its own OAuth 2.1 authorization server',
     `  MCP endpoint                ${layout.areaA.mcpUrl}`,
     `  Account                     ${secrets.areaAccount.email} / ${secrets.areaAccount.password}`,
     '',
     'Try it (in another terminal):',
-    `  npx mcp-identity token --scopes "internal_user_mgt_list internal_user_mgt_view" ${dataFlag}`,
-    `  npx mcp-identity call search_users --args '{"filter":"userName sw a","count":5}' ${dataFlag}`,
-    `  npx mcp-identity demo ${dataFlag}`,
+    `  npx mcp-identity token --scopes "internal_user_mgt_list internal_user_mgt_view"${flags}`,
+    `  npx mcp-identity call search_users --args '{"filter":"userName sw a","count":5}'${flags}`,
+    `  npx mcp-identity demo${flags}`,
+    `  npx mcp-identity status${flags}`,
+    `  npx mcp-identity connect <claude|vscode|cursor|inspector>${flags}`,
     '',
-    `Self-signed certificates: ${layout.idp.certFile} (IdP) and ${layout.gateway.certFile} (gateway).`,
+    `Local CA (trust it to reach the HTTPS listeners): ${layout.caFile}`,
+    `  NODE_EXTRA_CA_CERTS=${layout.caFile}    curl --cacert ${layout.caFile}`,
     `Logs: ${layout.logDir}/`,
     '',
   ];

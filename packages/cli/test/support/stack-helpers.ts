@@ -33,9 +33,9 @@ export async function freeStackPorts(): Promise<StackPorts> {
   return { idp, mcp, gatewayHttps, gatewayHttp, gatewayManagement, areaA };
 }
 
-/** An undici agent trusting the gateway's self-signed certificate. */
+/** An undici agent trusting the stack's CA. */
 function gatewayAgent(layout: StackLayout): Agent {
-  return trustingAgent(layout.gateway.certFile);
+  return trustingAgent(layout.caFile);
 }
 
 /** A writable stream that keeps what was written, for a command's stdout and stderr. */

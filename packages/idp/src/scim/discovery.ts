@@ -1,11 +1,13 @@
 import { MAX_BULK_OPERATIONS, MAX_BULK_PAYLOAD } from './bulk.js';
-import { GROUP_SCHEMA, LIST_RESPONSE, type Locations } from './render.js';
+import { GROUP_SCHEMA, LIST_RESPONSE, type Locations, ROLE_SCHEMA } from './render.js';
 import {
+  AGENT_SCHEMA,
   type AttributeSpec,
   CORE_USER,
   CUSTOM_USER,
   ENTERPRISE_USER,
   type UserSchema,
+  WSO2_USER,
 } from './user-schema.js';
 
 type Json = Record<string, unknown>;
@@ -36,11 +38,13 @@ export function serviceProviderConfig(locations: Locations): Json {
   };
 }
 
+const RESOURCE_TYPE = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
+
 /** Like WSO2, only User and Group are advertised. */
-export function resourceTypes(locations: Locations): Json {
-  const types = [
+function resourceTypeDefinitions(locations: Locations): Json[] {
+  return [
     {
-      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'],
+      schemas: [RESOURCE_TYPE],
       id: 'User',
       name: 'User',
       endpoint: '/Users',
@@ -49,11 +53,12 @@ export function resourceTypes(locations: Locations): Json {
       schemaExtensions: [
         { schema: ENTERPRISE_USER, required: false },
         { schema: CUSTOM_USER, required: false },
+        { schema: WSO2_USER, required: false },
       ],
       meta: { location: locations.path('/scim2/ResourceTypes/User'), resourceType: 'ResourceType' },
     },
     {
-      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'],
+      schemas: [RESOURCE_TYPE],
       id: 'Group',
       name: 'Group',
       endpoint: '/Groups',
@@ -65,14 +70,26 @@ export function resourceTypes(locations: Locations): Json {
       },
     },
   ];
-  return {
-    totalResults: types.length,
-    itemsPerPage: types.length,
-    startIndex: 1,
-    schemas: [LIST_RESPONSE],
-    Resources: types,
-  };
 }
+
+const listOf = (resources: Json[]): Json => ({
+  totalResults: resources.length,
+  itemsPerPage: resources.length,
+  startIndex: 1,
+  schemas: [LIST_RESPONSE],
+  Resources: resources,
+});
+
+export function resourceTypes(locations: Locations): Json {
+  return listOf(resourceTypeDefinitions(locations));
+}
+
+/** One resource type by id (RFC 7644 §4), or undefined. */
+export function resourceType(locations: Locations, id: string): Json | undefined {
+  return resourceTypeDefinitions(locations).find((t) => t.id === id);
+}
+
+const SUB_ATTRIBUTE_TYPES: Record<string, string> = { primary: 'boolean', $ref: 'reference' };
 
 function describe(specs: readonly AttributeSpec[]): Json[] {
   return specs
@@ -81,24 +98,71 @@ function describe(specs: readonly AttributeSpec[]): Json[] {
       name: s.name,
       type: s.type,
       multiValued: s.multiValued === true,
-      required: s.name === 'userName',
-      caseExact: false,
+      required: s.name === 'userName' || (s.name === 'displayName' && specs === GROUP_ATTRIBUTES),
+      caseExact: s.name === 'id',
       mutability: s.readOnly ? 'readOnly' : s.name === 'password' ? 'writeOnly' : 'readWrite',
-      returned: s.name === 'password' ? 'never' : 'default',
-      uniqueness: s.name === 'userName' ? 'server' : 'none',
+      returned: s.name === 'password' ? 'never' : s.name === 'id' ? 'always' : 'default',
+      uniqueness: s.name === 'userName' || s.name === 'id' ? 'server' : 'none',
       ...(s.subAttributes
         ? {
             subAttributes: s.subAttributes.map((name) => ({
               name,
-              type: name === 'primary' ? 'boolean' : 'string',
+              type: SUB_ATTRIBUTE_TYPES[name] ?? 'string',
               multiValued: false,
+              required: false,
+              caseExact: false,
+              mutability: s.readOnly ? 'readOnly' : 'readWrite',
+              returned: 'default',
+              uniqueness: 'none',
             })),
           }
         : {}),
     }));
 }
 
-export function schemas(userSchema: UserSchema, coreAttributes: readonly AttributeSpec[]): Json {
+const GROUP_ATTRIBUTES: readonly AttributeSpec[] = [
+  { name: 'id', type: 'string', readOnly: true },
+  { name: 'displayName', type: 'string' },
+  { name: 'externalId', type: 'string' },
+  {
+    name: 'members',
+    type: 'complex',
+    multiValued: true,
+    subAttributes: ['value', 'display', '$ref', 'type'],
+  },
+];
+
+const ROLE_ATTRIBUTES: readonly AttributeSpec[] = [
+  { name: 'id', type: 'string', readOnly: true },
+  { name: 'displayName', type: 'string' },
+  { name: 'audience', type: 'complex', subAttributes: ['value', 'display', 'type'] },
+  {
+    name: 'users',
+    type: 'complex',
+    multiValued: true,
+    subAttributes: ['value', 'display', '$ref'],
+  },
+  {
+    name: 'groups',
+    type: 'complex',
+    multiValued: true,
+    subAttributes: ['value', 'display', '$ref'],
+  },
+  { name: 'permissions', type: 'complex', multiValued: true, subAttributes: ['value', 'display'] },
+];
+
+const EXTENSION_NAMES: Record<string, [string, string]> = {
+  [ENTERPRISE_USER]: ['EnterpriseUser', 'Enterprise User'],
+  [CUSTOM_USER]: ['CustomUser', 'Custom User'],
+  [WSO2_USER]: ['WSO2User', 'WSO2 User extension'],
+  [AGENT_SCHEMA]: ['Agent', 'WSO2 Agent extension'],
+};
+
+/** Every schema a resource uses (RFC 7643 §7), user extensions with the current custom set. */
+function schemaDefinitions(
+  userSchema: UserSchema,
+  coreAttributes: readonly AttributeSpec[],
+): Json[] {
   const definitions: Json[] = [
     {
       id: CORE_USER,
@@ -106,35 +170,37 @@ export function schemas(userSchema: UserSchema, coreAttributes: readonly Attribu
       description: 'User Account',
       attributes: describe(coreAttributes),
     },
-    ...[ENTERPRISE_USER, CUSTOM_USER].map((id) => ({
+    ...Object.entries(EXTENSION_NAMES).map(([id, [name, description]]) => ({
       id,
-      name: id === CUSTOM_USER ? 'CustomUser' : 'EnterpriseUser',
-      description: id === CUSTOM_USER ? 'Custom User' : 'Enterprise User',
+      name,
+      description,
       attributes: describe(userSchema.extensions.get(id) ?? []),
     })),
     {
       id: GROUP_SCHEMA,
       name: 'Group',
       description: 'Group',
-      attributes: describe([
-        { name: 'displayName', type: 'string' },
-        {
-          name: 'members',
-          type: 'complex',
-          multiValued: true,
-          subAttributes: ['value', 'display', '$ref'],
-        },
-      ]),
+      attributes: describe(GROUP_ATTRIBUTES),
     },
+    { id: ROLE_SCHEMA, name: 'Role', description: 'Role', attributes: describe(ROLE_ATTRIBUTES) },
   ];
-  return {
-    totalResults: definitions.length,
-    itemsPerPage: definitions.length,
-    startIndex: 1,
-    schemas: [LIST_RESPONSE],
-    Resources: definitions.map((d) => ({
-      schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'],
-      ...d,
-    })),
-  };
+  return definitions.map((d) => ({
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'],
+    ...d,
+  }));
+}
+
+export function schemas(userSchema: UserSchema, coreAttributes: readonly AttributeSpec[]): Json {
+  return listOf(schemaDefinitions(userSchema, coreAttributes));
+}
+
+/** One schema by its URN (matched case-insensitively), or undefined. */
+export function schema(
+  userSchema: UserSchema,
+  coreAttributes: readonly AttributeSpec[],
+  id: string,
+): Json | undefined {
+  return schemaDefinitions(userSchema, coreAttributes).find(
+    (d) => String(d.id).toLowerCase() === id.toLowerCase(),
+  );
 }

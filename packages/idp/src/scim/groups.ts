@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { type Db, inTransaction } from '../db.js';
-import { badRequest, conflict, invalidSyntax, notFound, ScimError } from './errors.js';
-import { type Condition, matches } from './filter.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
+import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
+import {
+  entryMatches,
+  evaluate,
+  type FilterSubject,
+  type FilterTree,
+  parseFilter,
+  textValues,
+  valueFilterPolicy,
+} from './filter.js';
 import type { PatchOperation } from './patch.js';
 
 export const GROUP_NAME_PATTERN = '^[\\S]{3,30}$';
@@ -11,6 +19,7 @@ export type Member = { value: string; display: string; kind: string };
 export type GroupRecord = {
   id: string;
   displayName: string;
+  externalId?: string;
   members: Member[];
   created: string;
   lastModified: string;
@@ -20,7 +29,10 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Groups with WSO2's member rules (research §1.7). */
+/**
+ * SCIM Groups (RFC 7643 §4.2) with WSO2 Identity Server's member rules and texts; where they
+ * deliberately differ is listed in the README (WSO2 compatibility).
+ */
 export class GroupStore {
   constructor(
     private readonly db: Db,
@@ -30,16 +42,17 @@ export class GroupStore {
   create(body: unknown): GroupRecord {
     if (!isObject(body)) throw invalidSyntax('The request body must be a JSON object.');
     const displayName = checkName(body.displayName);
+    const externalId = readExternalId(body.externalId);
     const id = randomUUID();
     const at = this.now().toISOString();
     return inTransaction(this.db, () => {
       this.assertNameFree(displayName);
       this.db
         .prepare(
-          'INSERT INTO groups_ (id, display_name, display_name_lc, created_at, modified_at) VALUES (?, ?, ?, ?, ?)',
+          'INSERT INTO groups_ (id, display_name, display_name_lc, external_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?)',
         )
-        .run(id, displayName, displayName.toLowerCase(), at, at);
-      this.addMembers(id, readMembers(body.members ?? [], false));
+        .run(id, displayName, displayName.toLowerCase(), externalId, at, at);
+      this.addMembers(id, readMembers(body.members ?? []));
       return this.get(id);
     });
   }
@@ -52,7 +65,13 @@ export class GroupStore {
 
   find(id: string): GroupRecord | undefined {
     const row = this.db.prepare('SELECT * FROM groups_ WHERE id = ?').get(id) as
-      | { id: string; display_name: string; created_at: string; modified_at: string }
+      | {
+          id: string;
+          display_name: string;
+          external_id: string | null;
+          created_at: string;
+          modified_at: string;
+        }
       | undefined;
     if (!row) return undefined;
     const members = this.db
@@ -64,17 +83,17 @@ export class GroupStore {
     return {
       id: row.id,
       displayName: row.display_name,
+      ...(row.external_id === null ? {} : { externalId: row.external_id }),
       members,
       created: row.created_at,
       lastModified: row.modified_at,
     };
   }
 
-  list(conditions: readonly Condition[]): GroupRecord[] {
+  list(tree: FilterTree | undefined): GroupRecord[] {
     const ids = this.db.prepare('SELECT id FROM groups_ ORDER BY rowid').all() as { id: string }[];
-    return ids
-      .map(({ id }) => this.find(id)!)
-      .filter((g) => conditions.every((c) => matches(c, groupValues(g, c.attribute))));
+    const groups = ids.map(({ id }) => this.find(id)!);
+    return tree ? groups.filter((g) => evaluate(tree, groupSubject(g))) : groups;
   }
 
   replace(id: string, body: unknown): GroupRecord {
@@ -83,8 +102,9 @@ export class GroupStore {
       const group = this.find(id);
       if (!group) throw notFound(`No group with the id : ${id} in the user store.`);
       if (body.displayName !== undefined) this.rename(group, body.displayName);
+      this.setExternalId(id, readExternalId(body.externalId));
       this.db.prepare('DELETE FROM group_members WHERE group_id = ?').run(id);
-      this.addMembers(id, readMembers(body.members ?? [], false));
+      this.addMembers(id, readMembers(body.members ?? []));
       this.touch(id);
       return this.get(id);
     });
@@ -111,13 +131,15 @@ export class GroupStore {
     }
   }
 
-  groupsOfUser(userId: string): { value: string; display: string }[] {
-    return this.db
-      .prepare(
-        `SELECT g.id AS value, g.display_name AS display FROM group_members m
-         JOIN groups_ g ON g.id = m.group_id WHERE m.user_id = ? ORDER BY g.display_name_lc`,
-      )
-      .all(userId) as { value: string; display: string }[];
+  /** The groups of each of `userIds` (one query for a whole page of users). */
+  groupsOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
+    const rows = statement(
+      this.db,
+      `SELECT m.user_id AS userId, g.id AS value, g.display_name AS display FROM group_members m
+       JOIN groups_ g ON g.id = m.group_id WHERE m.user_id IN (SELECT value FROM json_each(?))
+       ORDER BY g.display_name_lc`,
+    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
+    return groupByUser(rows);
   }
 
   findByName(name: string): GroupRecord | undefined {
@@ -128,47 +150,51 @@ export class GroupStore {
   }
 
   private applyOperation(group: GroupRecord, op: string, path: string, value: unknown): void {
-    const lowerPath = path.toLowerCase();
+    const lowerPath = path.trim().toLowerCase();
     if (lowerPath === 'displayname') {
       if (op === 'remove') throw badRequest('Attribute displayName cannot be removed.');
       this.rename(group, value);
       return;
     }
+    if (lowerPath === 'externalid') {
+      this.setExternalId(group.id, op === 'remove' ? null : readExternalId(value));
+      return;
+    }
     if (lowerPath === 'members') {
       if (op === 'remove') {
-        this.db.prepare('DELETE FROM group_members WHERE group_id = ?').run(group.id);
+        // RFC 7644 §3.5.2.2: without a value every member goes; Entra names the ones to remove.
+        // Read now: earlier operations of the same request may have added members.
+        const members = this.get(group.id).members;
+        if (value === undefined || value === null) this.removeMembers(group.id, members);
+        else this.removeMembers(group.id, listedMembers(members, value));
         return;
       }
-      const members = readMembers(value, true);
+      const members = readMembers(value);
       if (op === 'replace') {
         this.db.prepare('DELETE FROM group_members WHERE group_id = ?').run(group.id);
       }
       this.addMembers(group.id, members);
       return;
     }
-    const filter = /^members\[(.*)\]$/i.exec(path.trim());
+    const filter = /^members\[(.*)\]$/is.exec(path.trim());
     if (filter && op === 'remove') {
-      this.removeMatching(group.id, filter[1]!);
+      const tree = parseFilter(filter[1]!, MEMBER_FILTER);
+      this.removeMembers(
+        group.id,
+        this.get(group.id).members.filter((m) => entryMatches(tree, 'members', m)),
+      );
       return;
     }
     throw badRequest('Not a valid attribute.', 'invalidPath');
   }
 
-  /** `members[value eq "<id>"]` / `members[display eq name]`; quotes optional, `eq` only. */
-  private removeMatching(groupId: string, expression: string): void {
-    const parts = expression.trim().split(/\s+/);
-    if (parts.length !== 3) throw badRequest('Invalid filter in the remove path.', 'invalidFilter');
-    const [attribute, operator, raw] = parts as [string, string, string];
-    if (operator.toLowerCase() !== 'eq') throw new ScimError(501, 'Only Eq filter is supported');
-    const value = raw.replace(/^["']|["']$/g, '');
-    const column = { value: 'u.id', display: 'u.user_name_lc' }[attribute.toLowerCase()];
-    if (!column) throw badRequest('Not a valid attribute.', 'invalidPath');
-    this.db
-      .prepare(
-        `DELETE FROM group_members WHERE group_id = ? AND user_id IN
-         (SELECT u.id FROM users u WHERE ${column} = ?)`,
-      )
-      .run(groupId, column === 'u.id' ? value : value.toLowerCase());
+  private removeMembers(groupId: string, members: readonly Member[]): void {
+    const remove = this.db.prepare('DELETE FROM group_members WHERE group_id = ? AND user_id = ?');
+    for (const member of members) remove.run(groupId, member.value);
+  }
+
+  private setExternalId(groupId: string, externalId: string | null): void {
+    this.db.prepare('UPDATE groups_ SET external_id = ? WHERE id = ?').run(externalId, groupId);
   }
 
   private addMembers(groupId: string, members: { value: string; display?: string }[]): void {
@@ -225,16 +251,13 @@ function checkName(value: unknown): string {
 }
 
 /**
- * Members of an add/replace: a JSON array; from PATCH each needs both `value` and `display`
- * (WSO2 re-checks that `display` is the user's name).
+ * Members of an add/replace: a JSON array of `{value, display?}`. A `display` given must be
+ * the user's name (WSO2 re-checks it); a missing one is filled in from the user.
  */
-function readMembers(value: unknown, fromPatch: boolean): { value: string; display?: string }[] {
+function readMembers(value: unknown): { value: string; display?: string }[] {
   if (!Array.isArray(value)) throw invalidSyntax('Members must be a JSON array.');
   return value.map((m) => {
     if (!isObject(m)) throw invalidSyntax('Each member must be a JSON object.');
-    if (fromPatch && (m.value === undefined || m.display === undefined)) {
-      throw invalidSyntax('A member must have both value and display attributes.');
-    }
     if (typeof m.value !== 'string' || !m.value) {
       throw badRequest('The value of a member cannot be empty.');
     }
@@ -245,42 +268,103 @@ function readMembers(value: unknown, fromPatch: boolean): { value: string; displ
   });
 }
 
+/** `{userId, value, display}` rows as lists of `{value, display}` per user, in row order. */
+export function groupByUser(
+  rows: readonly { userId: string; value: string; display: string }[],
+): Map<string, { value: string; display: string }[]> {
+  const byUser = new Map<string, { value: string; display: string }[]>();
+  for (const { userId, value, display } of rows) {
+    const list = byUser.get(userId) ?? [];
+    list.push({ value, display });
+    byUser.set(userId, list);
+  }
+  return byUser;
+}
+
+/** The current members a remove operation's value lists, by `value` or else by `display`. */
+function listedMembers(members: readonly Member[], value: unknown): Member[] {
+  if (!Array.isArray(value)) throw invalidSyntax('Members must be a JSON array.');
+  const ids = new Set<string>();
+  const names = new Set<string>();
+  for (const entry of value) {
+    if (!isObject(entry)) throw invalidSyntax('Each member must be a JSON object.');
+    if (typeof entry.value === 'string') ids.add(entry.value);
+    else if (typeof entry.display === 'string') names.add(entry.display.toLowerCase());
+    else throw badRequest('The value of a member cannot be empty.');
+  }
+  return members.filter((m) => ids.has(m.value) || names.has(m.display.toLowerCase()));
+}
+
+function readExternalId(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw badRequest('Attribute externalId must be a string.');
+  return value;
+}
+
+const MEMBER_FILTER = valueFilterPolicy(
+  (sub) => groupValuePath('members')!.resolve(sub),
+  () => badRequest('Not a valid attribute.', 'invalidPath'),
+);
+
 /** A pathless operation is the same as one operation per key of its value object. */
 function splitOperation(operation: PatchOperation): [string, unknown][] {
   if (operation.path) return [[operation.path, operation.value]];
   if (!isObject(operation.value))
     throw invalidSyntax('Value of a pathless operation must be an object.');
-  return Object.entries(operation.value).filter(([key]) => key !== 'schemas' && key !== 'id');
+  return Object.entries(operation.value).filter(
+    ([key]) => !['schemas', 'id', 'meta'].includes(key.toLowerCase()),
+  );
 }
 
-function groupValues(group: GroupRecord, attribute: string): string[] {
-  switch (attribute) {
-    case 'displayName':
-      return [group.displayName];
-    case 'id':
-      return [group.id];
-    case 'members.value':
-      return group.members.map((m) => m.value);
-    case 'members.display':
-      return group.members.map((m) => m.display);
-    case 'meta.created':
-      return [group.created];
-    default:
-      return [group.lastModified];
-  }
+function groupSubject(group: GroupRecord): FilterSubject {
+  return {
+    values(attribute) {
+      switch (attribute) {
+        case 'displayName':
+          return [group.displayName];
+        case 'id':
+          return [group.id];
+        case 'externalId':
+          return textValues(group.externalId);
+        case 'members.value':
+          return group.members.map((m) => m.value);
+        case 'members.display':
+          return group.members.map((m) => m.display);
+        case 'meta.created':
+          return [group.created];
+        default:
+          return [group.lastModified];
+      }
+    },
+    entries: () => group.members,
+  };
 }
+
+const GROUP_FILTER_KEYS = [
+  'displayName',
+  'id',
+  'externalId',
+  'members.value',
+  'members.display',
+  'meta.created',
+  'meta.lastModified',
+];
 
 /** Filterable group attributes, matched case-insensitively. */
 export function groupFilterKey(attribute: string): string | undefined {
   const plain = attribute.replace(/^urn:ietf:params:scim:schemas:core:2\.0:Group:/i, '');
-  const keys = [
-    'displayName',
-    'id',
-    'members.value',
-    'members.display',
-    'meta.created',
-    'meta.lastModified',
-  ];
   if (plain.toLowerCase() === 'members') return 'members.value';
-  return keys.find((k) => k.toLowerCase() === plain.toLowerCase());
+  return GROUP_FILTER_KEYS.find((k) => k.toLowerCase() === plain.toLowerCase());
+}
+
+/** `members[...]`: value filters on the members of a group. */
+export function groupValuePath(attribute: string) {
+  if (groupFilterKey(attribute) !== 'members.value') return undefined;
+  return {
+    attribute: 'members',
+    resolve: (sub: string) => {
+      const key = groupFilterKey(`members.${sub}`);
+      return key?.startsWith('members.') ? key : undefined;
+    },
+  };
 }

@@ -1,17 +1,26 @@
 import { badRequest, invalidSyntax, ScimError } from './errors.js';
+import type { FilterTree } from './filter.js';
 
 export type PatchKind = 'add' | 'replace' | 'remove';
 export type PatchOperation = { op: PatchKind; path?: string; value?: unknown };
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json =>
+export const isObject = (v: unknown): v is Json =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Operations per PATCH request: bounds the work one request can ask for. */
+export const MAX_PATCH_OPERATIONS = 1000;
 
 /** Validates a PatchOp request body (WSO2 does not check its `schemas` value). */
 export function readPatchOperations(body: unknown): PatchOperation[] {
   const ops = isObject(body) ? (body.Operations ?? body.operations) : undefined;
   if (!Array.isArray(ops)) {
     throw invalidSyntax('Operations attribute is missing or is not a valid JSON array.');
+  }
+  if (ops.length > MAX_PATCH_OPERATIONS) {
+    throw badRequest(
+      `The number of operations in the PATCH request exceeds the maximum: ${MAX_PATCH_OPERATIONS}`,
+    );
   }
   return ops.map((raw) => {
     if (!isObject(raw)) throw invalidSyntax('Invalid patch operation.');
@@ -32,16 +41,16 @@ export function readPatchOperations(body: unknown): PatchOperation[] {
   });
 }
 
-/** `attr`, `attr.sub`, `attr[x eq v]`, `attr[x eq v].sub`, each optionally `urn:…:`-prefixed. */
+/** `attr`, `attr.sub`, `attr[filter]`, `attr[filter].sub`, each optionally `urn:…:`-prefixed. */
 export type ParsedPath = {
   urn?: string;
   attribute: string;
-  valueFilter?: { attribute: string; value: string };
+  /** The text of the value filter between the brackets. */
+  filter?: string;
   sub?: string;
 };
 
-const PATH =
-  /^([A-Za-z$][\w$-]*)(?:\[\s*([\w$.]+)\s+eq\s+("(?:[^"\\]|\\.)*"|'[^']*'|[^\]\s]+)\s*\])?(?:\.([A-Za-z$][\w$-]*))?$/i;
+const PATH = /^([A-Za-z$][\w$-]*)(?:\[(.+)\])?(?:\.([A-Za-z$][\w$-]*))?$/s;
 
 /** Splits a PATCH path; `extensionUrns` are recognised case-insensitively as prefixes. */
 export function parsePath(path: string, extensionUrns: readonly string[]): ParsedPath {
@@ -56,37 +65,63 @@ export function parsePath(path: string, extensionUrns: readonly string[]): Parse
   }
   const match = PATH.exec(rest);
   if (!match) throw badRequest(`Invalid path: ${path}`, 'invalidPath');
-  const [, attribute, filterAttribute, rawValue, sub] = match;
+  const [, attribute, filter, sub] = match;
   const parsed: ParsedPath = { attribute: attribute! };
   if (urn) parsed.urn = urn;
-  if (filterAttribute && rawValue) {
-    const value = rawValue.startsWith('"')
-      ? String(JSON.parse(rawValue))
-      : rawValue.replace(/^'|'$/g, '');
-    parsed.valueFilter = { attribute: filterAttribute, value };
-  }
+  if (filter) parsed.filter = filter;
   if (sub) parsed.sub = sub;
   return parsed;
 }
 
-const sameText = (a: unknown, b: string) =>
-  typeof a === 'string' || typeof a === 'number' || typeof a === 'boolean'
-    ? String(a).toLowerCase() === b.toLowerCase()
-    : false;
+/** Which entries of a multi-valued attribute a path's value filter selects. */
+export type EntrySelector = {
+  matches(entry: Json): boolean;
+  /** The entry to create when none matches (the equalities of the filter), if any. */
+  seed?: Json;
+};
+
+/** The equalities a new entry must satisfy to match `tree` (`type eq "work"`), if any. */
+export function equalitySeed(tree: FilterTree, attribute: string): Json | undefined {
+  if (tree.op === 'eq') return { [tree.attribute.slice(attribute.length + 1)]: tree.value };
+  if (tree.op !== 'and') return undefined;
+  const seed: Json = {};
+  for (const part of tree.filters) {
+    const partial = equalitySeed(part, attribute);
+    if (!partial) return undefined;
+    Object.assign(seed, partial);
+  }
+  return seed;
+}
+
+// Per-array index of entries by lower-cased `type`, so repeated merges stay linear.
+const typeIndexes = new WeakMap<Json[], Map<string, number>>();
 
 /**
- * Merges entries of a multi-valued attribute: an incoming entry with the `type` of an existing
- * one replaces it (so a work address is updated, not duplicated); others are appended.
+ * Merges entries of a multi-valued attribute in place: an incoming entry with the `type` of
+ * an existing one replaces it (so a work address is updated, not duplicated); others are
+ * appended.
  */
 export function mergeByType(existing: unknown, incoming: Json[]): Json[] {
-  const result = Array.isArray(existing) ? (existing.filter(isObject) as Json[]).slice() : [];
+  const result = Array.isArray(existing) ? (existing as Json[]) : [];
+  let index = typeIndexes.get(result);
+  if (!index) {
+    index = new Map();
+    result.forEach((entry, i) => {
+      if (isObject(entry) && typeof entry.type === 'string') {
+        index!.set(entry.type.toLowerCase(), i);
+      }
+    });
+    typeIndexes.set(result, index);
+  }
   for (const entry of incoming) {
-    const index =
-      typeof entry.type === 'string'
-        ? result.findIndex((e) => sameText(e.type, entry.type as string))
-        : -1;
-    if (index >= 0) result[index] = { ...result[index], ...entry };
-    else result.push(entry);
+    const type = typeof entry.type === 'string' ? entry.type.toLowerCase() : undefined;
+    const at = type === undefined ? undefined : index.get(type);
+    if (at !== undefined) {
+      result[at] = { ...result[at], ...entry };
+    } else {
+      if (type !== undefined) index.set(type, result.length);
+      result.push(entry);
+    }
   }
   return result;
 }
@@ -95,41 +130,47 @@ export function mergeByType(existing: unknown, incoming: Json[]): Json[] {
 export function applyToContainer(
   target: Json,
   key: string,
-  path: ParsedPath,
+  path: { selector?: EntrySelector; sub?: string },
   op: PatchKind,
   value: unknown,
   multiValued: boolean,
 ): void {
   const current = target[key];
-  if (path.valueFilter) {
-    if (!multiValued) throw badRequest(`Invalid path: ${path.attribute}`, 'invalidPath');
-    const { attribute, value: wanted } = path.valueFilter;
+  const { selector, sub } = path;
+  if (selector) {
+    if (!multiValued) throw badRequest(`Invalid path: ${key}`, 'invalidPath');
     const entries = Array.isArray(current) ? (current.filter(isObject) as Json[]) : [];
-    const matching = entries.filter((e) => sameText(e[attribute], wanted));
     if (op === 'remove') {
-      target[key] = path.sub
+      target[key] = sub
         ? entries.map((e) => {
-            if (!matching.includes(e)) return e;
-            const { [path.sub!]: _removed, ...kept } = e;
+            if (!selector.matches(e)) return e;
+            const { [sub]: _removed, ...kept } = e;
             return kept;
           })
-        : entries.filter((e) => !matching.includes(e));
+        : entries.filter((e) => !selector.matches(e));
       return;
     }
     const patchEntry = (e: Json): Json =>
-      path.sub ? { ...e, [path.sub]: value } : { ...e, ...(isObject(value) ? value : {}) };
-    if (matching.length === 0) {
-      target[key] = [...entries, patchEntry({ [attribute]: wanted })];
-    } else {
-      target[key] = entries.map((e) => (matching.includes(e) ? patchEntry(e) : e));
+      sub ? { ...e, [sub]: value } : { ...e, ...(isObject(value) ? value : {}) };
+    let matched = false;
+    const patched = entries.map((e) => {
+      if (!selector.matches(e)) return e;
+      matched = true;
+      return patchEntry(e);
+    });
+    if (!matched) {
+      if (!selector.seed)
+        throw new ScimError(400, `No entry of ${key} matches the path.`, 'noTarget');
+      patched.push(patchEntry(selector.seed));
     }
+    target[key] = patched;
     return;
   }
-  if (path.sub) {
-    if (multiValued) throw badRequest(`Invalid path: ${path.attribute}.${path.sub}`, 'invalidPath');
+  if (sub) {
+    if (multiValued) throw badRequest(`Invalid path: ${key}.${sub}`, 'invalidPath');
     const complex = isObject(current) ? { ...current } : {};
-    if (op === 'remove') delete complex[path.sub];
-    else complex[path.sub] = value;
+    if (op === 'remove') delete complex[sub];
+    else complex[sub] = value;
     target[key] = complex;
     return;
   }
@@ -137,9 +178,11 @@ export function applyToContainer(
     delete target[key];
   } else if (multiValued && op === 'add') {
     target[key] = mergeByType(current, (Array.isArray(value) ? value : [value]).filter(isObject));
-  } else if (isObject(value) && isObject(current) && op === 'add') {
+  } else if (isObject(value) && isObject(current)) {
+    // RFC 7644 §3.5.2.3: sub-attributes not in the value are left unchanged.
     target[key] = { ...current, ...value };
   } else {
-    target[key] = value;
+    // A copy: later operations of the same request merge into it in place.
+    target[key] = Array.isArray(value) ? value.slice() : value;
   }
 }

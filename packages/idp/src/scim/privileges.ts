@@ -70,7 +70,7 @@ export function groupWriteAddsMembers(write: readonly PatchOperation[] | unknown
 /** Permissions a member of the group receives through the roles assigned to the group. */
 export function permissionsOfGroup(roles: RoleStore, groupId: string): string[] {
   return roles
-    .list([])
+    .list()
     .filter((role) => role.groups.some((g) => g.value === groupId))
     .flatMap((role) => role.permissions);
 }

@@ -22,8 +22,8 @@ export class Locations {
     return `${this.base()}/scim2/Groups/${id}`;
   }
 
-  role(id: string): string {
-    return `${this.base()}/scim2/v2/Roles/${id}`;
+  role(id: string, api: RoleApi = 'v2'): string {
+    return `${this.base()}/scim2/${api === 'v1' ? 'Roles' : 'v2/Roles'}/${id}`;
   }
 
   path(path: string): string {
@@ -71,6 +71,7 @@ export function renderUser(
 export function renderGroup(group: GroupRecord, locations: Locations): Json {
   return {
     displayName: group.displayName,
+    ...(group.externalId === undefined ? {} : { externalId: group.externalId }),
     meta: {
       created: group.created,
       lastModified: group.lastModified,
@@ -91,13 +92,22 @@ export function renderGroup(group: GroupRecord, locations: Locations): Json {
   };
 }
 
-export function renderRole(role: RoleRecord, locations: Locations, full = true): Json {
+/** Roles v1 (`/scim2/Roles`) and v2 (`/scim2/v2/Roles`) serve the same roles. */
+export type RoleApi = 'v1' | 'v2';
+
+/** v1 lists permissions as plain strings, v2 as `{value, display}`. */
+export function renderRole(
+  role: RoleRecord,
+  locations: Locations,
+  full = true,
+  api: RoleApi = 'v2',
+): Json {
   return {
     displayName: role.displayName,
     meta: {
       created: role.created,
       lastModified: role.lastModified,
-      location: locations.role(role.id),
+      location: locations.role(role.id, api),
       resourceType: 'Role',
     },
     schemas: [ROLE_SCHEMA],
@@ -107,19 +117,25 @@ export function renderRole(role: RoleRecord, locations: Locations, full = true):
       ? {
           users: role.users.map((u) => ({ ...u, $ref: locations.user('user', u.value) })),
           groups: role.groups.map((g) => ({ ...g, $ref: locations.group(g.value) })),
-          permissions: role.permissions.map((p) => ({ value: p, display: p })),
+          permissions:
+            api === 'v1'
+              ? role.permissions
+              : role.permissions.map((p) => ({ value: p, display: p })),
         }
       : {}),
   };
 }
 
-/** WSO2 omits `Resources` entirely when nothing matched. */
+/**
+ * WSO2 omits `Resources` when nothing matched; a page past the end (or `count=0`) of a
+ * non-empty result carries `"Resources": []`.
+ */
 export function listResponse(total: number, startIndex: number, resources: Json[]): Json {
   return {
     totalResults: total,
     startIndex,
     itemsPerPage: resources.length,
     schemas: [LIST_RESPONSE],
-    ...(resources.length ? { Resources: resources } : {}),
+    ...(total > 0 ? { Resources: resources } : {}),
   };
 }

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { type Db, inTransaction } from '../db.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
-import { type Condition, matches } from './filter.js';
+import {
+  entryMatches,
+  evaluate,
+  type FilterTree,
+  parseFilter,
+  valueFilterPolicy,
+} from './filter.js';
+import { groupByUser } from './groups.js';
 import type { PatchOperation } from './patch.js';
 
 /** The root organization every organization-audience role belongs to. */
@@ -36,7 +43,11 @@ export type RoleStoreOptions = {
   now?: () => Date;
 };
 
-/** Roles v2 (research §1.8): audience, users, groups and permissions (scopes). */
+/**
+ * WSO2 Identity Server's Roles v2 (`/scim2/v2/Roles`, schema
+ * `urn:ietf:params:scim:schemas:extension:2.0:Role`): audience, users, groups and permissions
+ * (scopes).
+ */
 export class RoleStore {
   private readonly now: () => Date;
 
@@ -138,11 +149,13 @@ export class RoleStore {
     };
   }
 
-  list(conditions: readonly Condition[]): RoleRecord[] {
+  list(tree?: FilterTree): RoleRecord[] {
     const ids = this.db.prepare('SELECT id FROM roles ORDER BY rowid').all() as { id: string }[];
-    return ids
-      .map(({ id }) => this.find(id)!)
-      .filter((r) => conditions.every((c) => matches(c, [roleValue(r, c.attribute)])));
+    const roles = ids.map(({ id }) => this.find(id)!);
+    if (!tree) return roles;
+    return roles.filter((r) =>
+      evaluate(tree, { values: (a) => [roleValue(r, a)], entries: () => [] }),
+    );
   }
 
   findByName(name: string): RoleRecord | undefined {
@@ -206,14 +219,15 @@ export class RoleStore {
     return new Set(rows.map((r) => r.scope));
   }
 
-  /** Roles of a user (direct only), for the user representation. */
-  rolesOfUser(userId: string): { value: string; display: string }[] {
-    return this.db
-      .prepare(
-        `SELECT r.id AS value, r.display_name AS display FROM role_users ru JOIN roles r ON r.id = ru.role_id
-         WHERE ru.user_id = ? ORDER BY r.display_name`,
-      )
-      .all(userId) as { value: string; display: string }[];
+  /** Roles of each of `userIds` (direct only), for the user representation. */
+  rolesOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
+    const rows = statement(
+      this.db,
+      `SELECT ru.user_id AS userId, r.id AS value, r.display_name AS display FROM role_users ru
+       JOIN roles r ON r.id = ru.role_id WHERE ru.user_id IN (SELECT value FROM json_each(?))
+       ORDER BY r.display_name`,
+    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
+    return groupByUser(rows);
   }
 
   private applyOperation(role: RoleRecord, op: string, path: string, value: unknown): void {
@@ -222,12 +236,29 @@ export class RoleStore {
       this.rename(role, value);
       return;
     }
-    const filtered =
-      /^(users|groups|permissions)\[\s*value\s+eq\s+["']?([^"'\s\]]+)["']?\s*\]$/i.exec(
-        path.trim(),
-      );
+    // `users[value eq <id>]` (WSO2's documented form), or any filter on `value`/`display`.
+    const filtered = /^(users|groups|permissions)\[(.+)\]$/is.exec(path.trim());
     if (filtered && op === 'remove') {
-      this.removeOne(role.id, filtered[1]!.toLowerCase() as RoleSection, filtered[2]!);
+      const section = filtered[1]!.toLowerCase() as RoleSection;
+      const tree = parseFilter(
+        filtered[2]!,
+        valueFilterPolicy(
+          (sub) =>
+            ['value', 'display'].includes(sub.toLowerCase())
+              ? `${section}.${sub.toLowerCase()}`
+              : undefined,
+          () => badRequest(`Invalid path: ${path}`, 'invalidPath'),
+        ),
+      );
+      // Read now: earlier operations of the same request may have added entries.
+      const current = this.get(role.id);
+      const entries =
+        section === 'permissions'
+          ? current.permissions.map((p) => ({ value: p, display: p }))
+          : current[section];
+      for (const entry of entries) {
+        if (entryMatches(tree, section, entry)) this.removeOne(role.id, section, entry.value);
+      }
       return;
     }
     const section = SECTIONS.find((s) => s === path.toLowerCase());
@@ -251,10 +282,11 @@ export class RoleStore {
   private add(roleId: string, section: RoleSection, value: unknown): void {
     if (!Array.isArray(value)) throw invalidSyntax(`Attribute ${section} must be a JSON array.`);
     for (const entry of value) {
-      if (!isObject(entry) || typeof entry.value !== 'string' || !entry.value) {
+      // Roles v1 lists permissions as plain strings.
+      const ref = section === 'permissions' && typeof entry === 'string' ? entry : entry?.value;
+      if (typeof ref !== 'string' || !ref) {
         throw badRequest(`Each entry of ${section} needs a value.`);
       }
-      const ref = entry.value;
       if (section === 'users') {
         if (!this.db.prepare('SELECT 1 FROM users WHERE id = ?').get(ref)) {
           throw badRequest(`User id: ${ref} does not exist.`);

@@ -1,7 +1,14 @@
+import { bearerToken } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AccessTokenClaims, TokenService } from '../tokens.js';
+import type { AccessTokenClaims, TokenService } from '../auth/tokens.js';
 import { processBulk } from './bulk.js';
-import { resourceTypes, schemas, serviceProviderConfig } from './discovery.js';
+import {
+  resourceType,
+  resourceTypes,
+  schema,
+  schemas,
+  serviceProviderConfig,
+} from './discovery.js';
 import {
   invalidSyntax,
   notFound,
@@ -12,7 +19,8 @@ import {
 } from './errors.js';
 import { assertSelfServicePatch, selfServiceReplacement } from './me.js';
 import { readPatchOperations } from './patch.js';
-import type { Locations } from './render.js';
+import { projectBody, readProjection } from './projection.js';
+import type { Locations, RoleApi } from './render.js';
 import { type AccessRule, decideAccess, findAccessRule } from './scopes.js';
 import { type Access, type ListQuery, type ScimResponse, ScimService } from './service.js';
 import { CORE_USER_ATTRIBUTES } from './user-schema.js';
@@ -27,6 +35,7 @@ export type ScimRouteOptions = {
 };
 
 type RequestAccess = Access & { claims?: AccessTokenClaims };
+type Json = Record<string, unknown>;
 
 // WSO2 (AbstractResource.isValidInputFormat) accepts these, with or without parameters.
 const ACCEPTED_INPUT = new Set([
@@ -40,6 +49,7 @@ const ACCEPTED_INPUT = new Set([
 export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
   const { service, tokens, locations, heldScopes } = options;
   const access = new WeakMap<FastifyRequest, RequestAccess>();
+  app.addHook('onClose', async () => service.users.close());
 
   app.addHook('onRequest', async (request, reply) => {
     // Decided on the route the router matched (the one that will serve the request), never on
@@ -50,8 +60,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
       : findAccessRule(request.method, request.routeOptions.url ?? '');
     if (!rule) return valveError(reply, 403);
     if (!rule.secured) return;
-    const header = request.headers.authorization ?? '';
-    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    const token = bearerToken(request.headers.authorization);
     const claims = token ? await tokens.verify(token) : undefined;
     if (!claims) {
       reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
@@ -97,21 +106,36 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
       count: q.count,
       sortBy: q.sortBy,
       sortOrder: q.sortOder ?? q.sortOrder,
+      attributes: q.attributes,
+      excludedAttributes: q.excludedAttributes,
     };
   };
+  /** A read's response with the request's `attributes`/`excludedAttributes` applied. */
+  const projected = (query: ListQuery, response: ScimResponse): ScimResponse => {
+    const body = projectBody(
+      response.body,
+      readProjection(query.attributes, query.excludedAttributes),
+    );
+    return body === undefined ? response : { ...response, body };
+  };
+  const list = async (
+    query: ListQuery,
+    run: (query: ListQuery) => ScimResponse | Promise<ScimResponse>,
+  ) => projected(query, await run(query));
 
   const userRoutes = (prefix: string, kind: UserKind) => {
+    const search = (query: ListQuery) => service.listUsers(kind, query);
     app.get(prefix, async (request, reply) =>
-      sendScim(reply, service.listUsers(kind, listQuery(request))),
+      sendScim(reply, await list(listQuery(request), search)),
     );
     app.post(`${prefix}/.search`, async (request, reply) =>
-      sendScim(reply, service.listUsers(kind, ScimService.readSearchRequest(readJson(request)))),
+      sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), search)),
     );
     app.post(prefix, async (request, reply) =>
       sendScim(reply, await service.createUser(kind, readJson(request))),
     );
     app.get(`${prefix}/:id`, async (request, reply) =>
-      sendScim(reply, service.getUser(kind, idOf(request))),
+      sendScim(reply, projected(listQuery(request), service.getUser(kind, idOf(request)))),
     );
     app.put(`${prefix}/:id`, async (request, reply) =>
       sendScim(reply, await service.replaceUser(kind, idOf(request), readJson(request))),
@@ -126,17 +150,18 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   userRoutes('/Users', 'user');
   userRoutes('/Agents', 'agent');
 
+  const searchGroups = (query: ListQuery) => service.listGroups(query);
   app.get('/Groups', async (request, reply) =>
-    sendScim(reply, service.listGroups(listQuery(request))),
+    sendScim(reply, await list(listQuery(request), searchGroups)),
   );
   app.post('/Groups/.search', async (request, reply) =>
-    sendScim(reply, service.listGroups(ScimService.readSearchRequest(readJson(request)))),
+    sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), searchGroups)),
   );
   app.post('/Groups', async (request, reply) =>
     sendScim(reply, service.createGroup(readJson(request))),
   );
   app.get('/Groups/:id', async (request, reply) =>
-    sendScim(reply, service.getGroup(idOf(request))),
+    sendScim(reply, projected(listQuery(request), service.getGroup(idOf(request)))),
   );
   app.put('/Groups/:id', async (request, reply) =>
     sendScim(reply, service.replaceGroup(idOf(request), readJson(request), accessOf(request))),
@@ -148,27 +173,35 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     sendScim(reply, service.deleteGroup(idOf(request))),
   );
 
-  app.get('/v2/Roles', async (request, reply) =>
-    sendScim(reply, service.listRoles(listQuery(request))),
-  );
-  app.post('/v2/Roles/.search', async (request, reply) =>
-    sendScim(reply, service.listRoles(ScimService.readSearchRequest(readJson(request)))),
-  );
-  app.post('/v2/Roles', async (request, reply) =>
-    sendScim(reply, service.createRole(readJson(request), accessOf(request))),
-  );
-  app.get('/v2/Roles/:id', async (request, reply) =>
-    sendScim(reply, service.getRole(idOf(request))),
-  );
-  app.put('/v2/Roles/:id', async (request, reply) =>
-    sendScim(reply, service.replaceRole(idOf(request), readJson(request), accessOf(request))),
-  );
-  app.patch('/v2/Roles/:id', async (request, reply) =>
-    sendScim(reply, service.patchRole(idOf(request), readJson(request), accessOf(request))),
-  );
-  app.delete('/v2/Roles/:id', async (request, reply) =>
-    sendScim(reply, service.deleteRole(idOf(request))),
-  );
+  const roleRoutes = (prefix: string, api: RoleApi) => {
+    const search = (query: ListQuery) => service.listRoles(query, api);
+    app.get(prefix, async (request, reply) =>
+      sendScim(reply, await list(listQuery(request), search)),
+    );
+    app.post(`${prefix}/.search`, async (request, reply) =>
+      sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), search)),
+    );
+    app.post(prefix, async (request, reply) =>
+      sendScim(reply, service.createRole(readJson(request), accessOf(request), api)),
+    );
+    app.get(`${prefix}/:id`, async (request, reply) =>
+      sendScim(reply, projected(listQuery(request), service.getRole(idOf(request), api))),
+    );
+    app.put(`${prefix}/:id`, async (request, reply) =>
+      sendScim(
+        reply,
+        service.replaceRole(idOf(request), readJson(request), accessOf(request), api),
+      ),
+    );
+    app.patch(`${prefix}/:id`, async (request, reply) =>
+      sendScim(reply, service.patchRole(idOf(request), readJson(request), accessOf(request), api)),
+    );
+    app.delete(`${prefix}/:id`, async (request, reply) =>
+      sendScim(reply, service.deleteRole(idOf(request))),
+    );
+  };
+  roleRoutes('/v2/Roles', 'v2');
+  roleRoutes('/Roles', 'v1');
 
   app.post('/Bulk', async (request, reply) =>
     sendScim(reply, {
@@ -199,18 +232,30 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     return sendScim(reply, await service.patchUser('user', id, body));
   });
 
-  app.get('/ServiceProviderConfig', async (_request, reply) =>
-    sendScim(reply, { status: 200, body: serviceProviderConfig(locations) }),
-  );
-  app.get('/ResourceTypes', async (_request, reply) =>
-    sendScim(reply, { status: 200, body: resourceTypes(locations) }),
-  );
-  app.get('/Schemas', async (_request, reply) =>
-    sendScim(reply, {
-      status: 200,
-      body: schemas(service.users.schema(), CORE_USER_ATTRIBUTES),
-    }),
-  );
+  const discovery = (path: string, read: (request: FastifyRequest) => Json | undefined) => {
+    app.get(path, async (request, reply) => {
+      const body = read(request);
+      if (!body) {
+        throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
+      }
+      return sendScim(reply, { status: 200, body });
+    });
+    // Discovery is read-only (RFC 7644 §4).
+    app.route({
+      method: ['POST', 'PUT', 'PATCH', 'DELETE'],
+      url: path,
+      handler: async (_request, reply) => {
+        reply.header('allow', 'GET');
+        throw new ScimError(405, 'The requested method is not supported on this endpoint.');
+      },
+    });
+  };
+  const userSchema = () => service.users.schema();
+  discovery('/ServiceProviderConfig', () => serviceProviderConfig(locations));
+  discovery('/ResourceTypes', () => resourceTypes(locations));
+  discovery('/ResourceTypes/:id', (request) => resourceType(locations, idOf(request)));
+  discovery('/Schemas', () => schemas(userSchema(), CORE_USER_ATTRIBUTES));
+  discovery('/Schemas/:id', (request) => schema(userSchema(), CORE_USER_ATTRIBUTES, idOf(request)));
 }
 
 /** Requests that matched no route: a valid token, then the SCIM 404. */

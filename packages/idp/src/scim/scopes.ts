@@ -57,6 +57,7 @@ export const ROLE_MANAGEMENT_SCOPES = {
 } as const;
 
 const roleOps = Object.values(ROLE_OPERATION_SCOPES);
+const DISCOVERY_METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /**
  * One rule per route the SCIM plugin registers, keyed by the route pattern the router matched,
@@ -84,6 +85,15 @@ export const ACCESS_RULES: readonly AccessRule[] = [
     operationScopes: roleOps,
   }),
   rule(['DELETE'], '/scim2/v2/Roles/:id', ['internal_role_mgt_delete']),
+  // Roles v1 serves the same roles under the same scopes.
+  rule(['GET'], '/scim2/Roles', ['internal_role_mgt_view']),
+  rule(['POST'], '/scim2/Roles/.search', ['internal_role_mgt_view']),
+  rule(['POST'], '/scim2/Roles', ['internal_role_mgt_create'], { operationScopes: roleOps }),
+  rule(['GET'], '/scim2/Roles/:id', ['internal_role_mgt_view']),
+  rule(['PUT', 'PATCH'], '/scim2/Roles/:id', ['internal_role_mgt_update'], {
+    operationScopes: roleOps,
+  }),
+  rule(['DELETE'], '/scim2/Roles/:id', ['internal_role_mgt_delete']),
   rule(['GET'], '/scim2/Agents', ['internal_agent_mgt_list']),
   rule(['POST'], '/scim2/Agents/.search', ['internal_agent_mgt_list']),
   rule(['POST'], '/scim2/Agents', ['internal_agent_mgt_create']),
@@ -93,9 +103,11 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   rule(['POST'], '/scim2/Bulk', ['internal_bulk_resource_create'], {
     operationScopes: BULK_OPERATION_SCOPES,
   }),
-  rule(['GET'], '/scim2/ServiceProviderConfig', [], { secured: false }),
-  rule(['GET'], '/scim2/ResourceTypes', [], { secured: false }),
-  rule(['GET'], '/scim2/Schemas', []),
+  // Discovery: writes are answered 405 by the routes, under the same access as reads.
+  ...['/scim2/ServiceProviderConfig', '/scim2/ResourceTypes', '/scim2/ResourceTypes/:id'].map(
+    (route) => rule(DISCOVERY_METHODS, route, [], { secured: false }),
+  ),
+  ...['/scim2/Schemas', '/scim2/Schemas/:id'].map((route) => rule(DISCOVERY_METHODS, route, [])),
   rule(['GET', 'PUT', 'PATCH'], '/scim2/Me', ['internal_login']),
 ];
 

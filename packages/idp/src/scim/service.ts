@@ -1,11 +1,15 @@
 import { badRequest, forbidden, invalidSyntax, ScimError } from './errors.js';
 import {
+  ALL_LOGIC,
+  ALL_OPERATORS,
+  type FilterLogic,
   type FilterOperator,
   type FilterPolicy,
+  type FilterTree,
   parseFilter,
   UNKNOWN_FILTER_ATTRIBUTE,
 } from './filter.js';
-import { type GroupStore, groupFilterKey } from './groups.js';
+import { type GroupStore, groupFilterKey, groupValuePath } from './groups.js';
 import { readPatchOperations } from './patch.js';
 import {
   assertMayGrant,
@@ -17,6 +21,7 @@ import {
 import {
   type Locations,
   listResponse,
+  type RoleApi,
   renderGroup,
   renderRole,
   renderUser,
@@ -24,7 +29,7 @@ import {
 } from './render.js';
 import { RoleStore, roleFilterKey } from './roles.js';
 import { ROLE_OPERATION_SCOPES } from './scopes.js';
-import type { UserKind, UserStore } from './users.js';
+import type { Page, UserKind, UserStore } from './users.js';
 
 type Json = Record<string, unknown>;
 
@@ -44,12 +49,15 @@ export type ListQuery = {
   count?: unknown;
   sortBy?: unknown;
   sortOrder?: unknown;
+  attributes?: unknown;
+  excludedAttributes?: unknown;
 };
 
 const DEFAULT_COUNT = 100;
 const MAX_COUNT = 200;
 
 const ops = (...names: FilterOperator[]) => new Set<FilterOperator>(names);
+const logic = (...names: FilterLogic[]) => new Set<FilterLogic>(names);
 const invalidFilter = (detail: string, status = 400) =>
   new ScimError(status, detail, 'InvalidFilter');
 
@@ -91,16 +99,24 @@ export class ScimService {
     return { status: 204 };
   }
 
-  /** `strategy: 'scan'` reads every user instead of using the index (benchmark baseline). */
-  listUsers(kind: UserKind, query: ListQuery, strategy: 'index' | 'scan' = 'index'): ScimResponse {
+  /**
+   * `strategy`: `worker` (the server's) runs the indexed search off the event loop; `inline`
+   * runs it on the calling thread and `scan` reads every user (benchmark comparisons).
+   */
+  async listUsers(
+    kind: UserKind,
+    query: ListQuery,
+    strategy: 'worker' | 'inline' | 'scan' = 'worker',
+  ): Promise<ScimResponse> {
     if (query.sortBy !== undefined || query.sortOrder !== undefined) {
       throw new ScimError(501, 'Sorting is not supported');
     }
     const schema = this.users.schema();
-    const conditions = this.conditions(query.filter, {
-      operators: ops('eq', 'ne', 'co', 'sw', 'ew', 'ge', 'le'),
-      logic: 'and',
+    const tree = this.filterTree(query.filter, {
+      operators: ALL_OPERATORS,
+      logic: ALL_LOGIC,
       resolve: (a) => schema.filterKey(a),
+      valuePath: (a) => schema.valuePath(a),
       unsupportedOperator: (op) =>
         invalidFilter(`Filter operation: ${op} is not supported for filtering in users endpoint.`),
       unsupportedLogic: (op) => invalidFilter(`Unsupported Operation: ${op}`),
@@ -109,11 +125,14 @@ export class ScimService {
     const page = readPage(query);
     const { total, rows } =
       strategy === 'scan'
-        ? this.users.scan(kind, conditions, page)
-        : this.users.search(kind, conditions, page);
-    if (page.count === 0) return { status: 200, body: listResponse(0, page.startIndex, []) };
-    const resources = rows.map((r) => this.renderUser(kind, r));
-    return { status: 200, body: listResponse(total, page.startIndex, resources) };
+        ? this.users.scan(kind, tree, page)
+        : strategy === 'inline'
+          ? this.users.searchInline(kind, tree, page)
+          : await this.users.search(kind, tree, page);
+    return {
+      status: 200,
+      body: listResponse(total, page.startIndex, this.renderUsers(kind, rows)),
+    };
   }
 
   // Groups
@@ -151,50 +170,49 @@ export class ScimService {
   }
 
   listGroups(query: ListQuery): ScimResponse {
-    const conditions = this.conditions(query.filter, {
-      operators: ops('eq', 'co', 'sw', 'ew', 'ge', 'le'),
-      logic: 'single',
+    const tree = this.filterTree(query.filter, {
+      operators: ALL_OPERATORS,
+      logic: ALL_LOGIC,
       resolve: groupFilterKey,
+      valuePath: groupValuePath,
       unsupportedOperator: (op) =>
         invalidFilter(`Filter operation: ${op} is not supported for groups filtering.`),
-      unsupportedLogic: () => new ScimError(501, 'Complex filters are not supported yet'),
+      unsupportedLogic: (op) => invalidFilter(`Unsupported Operation: ${op}`),
       unknownAttribute: UNKNOWN_FILTER_ATTRIBUTE,
     });
-    return this.page(
-      query,
-      this.groups.list(conditions).map((g) => renderGroup(g, this.locations)),
-    );
+    const page = readPage(query);
+    return this.page(page, this.groups.list(tree), (g) => renderGroup(g, this.locations));
   }
 
-  // Roles v2
+  // Roles (v2, and v1 with its own locations and permission shape)
 
-  createRole(body: unknown, access: Access): ScimResponse {
+  createRole(body: unknown, access: Access, api: RoleApi = 'v2'): ScimResponse {
     checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
     assertMayGrant(access, permissionsOfRoleBody(body), 'create');
     const role = this.roles.create(body);
     return {
       status: 201,
-      body: renderRole(role, this.locations),
-      location: this.locations.role(role.id),
+      body: renderRole(role, this.locations, true, api),
+      location: this.locations.role(role.id, api),
     };
   }
 
-  getRole(id: string): ScimResponse {
-    return this.roleResponse(this.roles.get(id));
+  getRole(id: string, api: RoleApi = 'v2'): ScimResponse {
+    return this.roleResponse(this.roles.get(id), api);
   }
 
-  replaceRole(id: string, body: unknown, access: Access): ScimResponse {
+  replaceRole(id: string, body: unknown, access: Access, api: RoleApi = 'v2'): ScimResponse {
     checkRoleOperationScopes(RoleStore.sectionsOfBody(body), access);
     assertMayGrant(access, permissionsOfRoleBody(body), 'update');
-    return this.roleResponse(this.roles.replace(id, body));
+    return this.roleResponse(this.roles.replace(id, body), api);
   }
 
-  patchRole(id: string, body: unknown, access: Access): ScimResponse {
+  patchRole(id: string, body: unknown, access: Access, api: RoleApi = 'v2'): ScimResponse {
     const operations = readPatchOperations(body);
     checkRoleOperationScopes(RoleStore.sectionsOfPatch(operations), access);
     const granted = permissionsGrantedByRolePatch(this.roles.find(id), operations);
     assertMayGrant(access, granted, 'update');
-    return this.roleResponse(this.roles.patch(id, operations));
+    return this.roleResponse(this.roles.patch(id, operations), api);
   }
 
   deleteRole(id: string): ScimResponse {
@@ -202,10 +220,10 @@ export class ScimService {
     return { status: 204 };
   }
 
-  listRoles(query: ListQuery): ScimResponse {
-    const conditions = this.conditions(query.filter, {
+  listRoles(query: ListQuery, api: RoleApi = 'v2'): ScimResponse {
+    const tree = this.filterTree(query.filter, {
       operators: ops('eq', 'ne', 'co', 'sw', 'ew'),
-      logic: 'and',
+      logic: logic('and'),
       resolve: roleFilterKey,
       unsupportedOperator: (op) =>
         invalidFilter(`Filter operation: ${op} is not supported for role filtering.`),
@@ -214,8 +232,8 @@ export class ScimService {
       unknownAttribute: (a) =>
         invalidFilter(`Filtering based on attribute: ${a} is not supported.`),
     });
-    const roles = this.roles.list(conditions).map((r) => renderRole(r, this.locations, false));
-    return this.page(query, roles);
+    const page = readPage(query);
+    return this.page(page, this.roles.list(tree), (r) => renderRole(r, this.locations, false, api));
   }
 
   /** Validates a `.search` body (charon's rules) and returns it as list query parameters. */
@@ -237,31 +255,37 @@ export class ScimService {
       count: request.count,
       sortBy: request.sortBy,
       sortOrder: request.sortOrder,
+      attributes: request.attributes,
+      excludedAttributes: request.excludedAttributes,
     };
   }
 
-  private conditions(filter: unknown, policy: FilterPolicy) {
-    if (filter === undefined) return [];
+  private filterTree(filter: unknown, policy: FilterPolicy): FilterTree | undefined {
+    if (filter === undefined) return undefined;
     if (typeof filter !== 'string') throw invalidFilter('Given filter operator is not supported.');
     return parseFilter(filter, policy);
   }
 
-  private page(query: ListQuery, all: Json[]): ScimResponse {
-    const page = readPage(query);
-    if (page.count === 0) return { status: 200, body: listResponse(0, page.startIndex, []) };
+  /** Renders only the requested page of an in-memory list. */
+  private page<T>(page: Page, all: readonly T[], render: (item: T) => Json): ScimResponse {
     const slice = all.slice(page.startIndex - 1, page.startIndex - 1 + page.count);
-    return { status: 200, body: listResponse(all.length, page.startIndex, slice) };
+    return { status: 200, body: listResponse(all.length, page.startIndex, slice.map(render)) };
   }
 
   private renderUser(kind: UserKind, record: Json): Json {
-    return renderUser(kind, record, this.relations(record.id as string), this.locations);
+    return this.renderUsers(kind, [record])[0]!;
   }
 
-  private relations(userId: string): UserRelations {
-    return {
-      groups: this.groups.groupsOfUser(userId),
-      roles: this.roles.rolesOfUser(userId),
-    };
+  /** Renders users with their groups and roles, read for all of them at once. */
+  private renderUsers(kind: UserKind, records: readonly Json[]): Json[] {
+    const ids = records.map((r) => r.id as string);
+    const groups = this.groups.groupsOfUsers(ids);
+    const roles = this.roles.rolesOfUsers(ids);
+    return records.map((record) => {
+      const id = record.id as string;
+      const relations: UserRelations = { groups: groups.get(id) ?? [], roles: roles.get(id) ?? [] };
+      return renderUser(kind, record, relations, this.locations);
+    });
   }
 
   private userResponse(kind: UserKind, record: Json): ScimResponse {
@@ -277,18 +301,20 @@ export class ScimService {
     };
   }
 
-  private roleResponse(role: ReturnType<RoleStore['get']>): ScimResponse {
+  private roleResponse(role: ReturnType<RoleStore['get']>, api: RoleApi): ScimResponse {
     return {
       status: 200,
-      body: renderRole(role, this.locations),
-      location: this.locations.role(role.id),
+      body: renderRole(role, this.locations, true, api),
+      location: this.locations.role(role.id, api),
     };
   }
 }
 
 /**
  * Without the entry's own scope the valve only let the request in on an operation scope;
- * then each section written needs its operation scope (research §1.3, spec §5.2 rule 6).
+ * then each section written needs its operation scope, as WSO2 Identity Server checks
+ * `internal_role_mgt_users_update`, `_groups_update` and `_permissions_update` for the `users`,
+ * `groups` and `permissions` parts of a role write.
  */
 function checkRoleOperationScopes(sections: readonly string[], access: Access): void {
   if (access.granted) return;
@@ -298,14 +324,25 @@ function checkRoleOperationScopes(sections: readonly string[], access: Access): 
   }
 }
 
-function readInteger(value: unknown): number | undefined {
+/** Reads an integer paging parameter; anything but a safe integer is a 400. */
+function readInteger(value: unknown, name: string): number | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  const n = Number(value);
-  return Number.isInteger(n) ? n : undefined;
+  const n = typeof value === 'number' || typeof value === 'string' ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n)) {
+    throw badRequest(`The value of ${name} must be an integer: ${String(value).slice(0, 40)}`);
+  }
+  return n;
 }
 
-function readPage(query: ListQuery): { startIndex: number; count: number } {
-  const startIndex = Math.max(1, readInteger(query.startIndex) ?? 1);
-  const count = Math.min(MAX_COUNT, Math.max(0, readInteger(query.count) ?? DEFAULT_COUNT));
+/**
+ * RFC 7644 §3.4.2.4: a `startIndex` below 1 means 1, a negative `count` means 0; `count` is
+ * capped at the advertised `maxResults`.
+ */
+function readPage(query: ListQuery): Page {
+  const startIndex = Math.max(1, readInteger(query.startIndex, 'startIndex') ?? 1);
+  const count = Math.min(
+    MAX_COUNT,
+    Math.max(0, readInteger(query.count, 'count') ?? DEFAULT_COUNT),
+  );
   return { startIndex, count };
 }

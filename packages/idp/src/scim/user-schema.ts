@@ -59,8 +59,20 @@ export const CORE_USER_ATTRIBUTES: readonly AttributeSpec[] = [
   { name: 'ims', type: 'complex', multiValued: true, subAttributes: MULTI_SUB },
   { name: 'photos', type: 'complex', multiValued: true, subAttributes: MULTI_SUB },
   { name: 'addresses', type: 'complex', multiValued: true, subAttributes: ADDRESS_SUB },
-  { name: 'groups', type: 'complex', multiValued: true, readOnly: true },
-  { name: 'roles', type: 'complex', multiValued: true, readOnly: true },
+  {
+    name: 'groups',
+    type: 'complex',
+    multiValued: true,
+    readOnly: true,
+    subAttributes: ['value', '$ref', 'display', 'type'],
+  },
+  {
+    name: 'roles',
+    type: 'complex',
+    multiValued: true,
+    readOnly: true,
+    subAttributes: ['value', '$ref', 'display', 'type'],
+  },
   { name: 'entitlements', type: 'complex', multiValued: true, subAttributes: MULTI_SUB },
   { name: 'x509Certificates', type: 'complex', multiValued: true, subAttributes: MULTI_SUB },
   { name: 'meta', type: 'complex', readOnly: true },
@@ -125,6 +137,26 @@ export class UserSchema {
 
   extensionAttribute(urn: string, name: string): AttributeSpec | undefined {
     return findSpec(this.extensions.get(urn) ?? [], name);
+  }
+
+  /** `emails[...]`: a multi-valued complex attribute and the full keys of its sub-attributes. */
+  valuePath(attribute: string) {
+    const name = attribute.replace(new RegExp(`^${CORE_USER}:`, 'i'), '');
+    const spec = this.coreAttribute(name);
+    if (!spec?.multiValued || !spec.subAttributes || spec.readOnly) return undefined;
+    return {
+      attribute: spec.name,
+      resolve: (sub: string) => {
+        const subName = spec.subAttributes!.find((s) => s.toLowerCase() === sub.toLowerCase());
+        return subName ? `${spec.name}.${subName}` : undefined;
+      },
+    };
+  }
+
+  /** Whether a canonical filter key can have several values per user. */
+  isMultiValued(key: string): boolean {
+    if (key.toLowerCase().startsWith('urn:')) return false;
+    return this.coreAttribute(key.split('.')[0]!)?.multiValued === true;
   }
 
   /**
@@ -217,25 +249,31 @@ export function indexedValues(doc: Json, schema: UserSchema): [string, string][]
   return out;
 }
 
-/** Checks a value against the attribute's type; throws WSO2-style 400s. */
+/**
+ * Checks a value against the attribute's type; throws WSO2-style 400s. Returns the value in
+ * canonical form: sub-attribute names in the schema's case, `"True"`/`"false"` as booleans
+ * (Entra sends strings), and a bare id for a complex attribute with a `value` (Entra's
+ * enterprise `manager`) as `{ value }`.
+ */
 export function checkValue(spec: AttributeSpec, value: unknown, label: string): unknown {
   if (value === null) return value;
   if (spec.multiValued) {
     if (!Array.isArray(value) || !value.every(isObject)) {
       throw badRequest(`Attribute ${label} must be a multi-valued complex attribute.`);
     }
-    for (const entry of value as Json[]) checkSubAttributes(spec, entry, label);
-    return value;
+    return (value as Json[]).map((entry) => canonicalSubAttributes(spec, entry, label));
   }
   switch (spec.type) {
     case 'complex':
+      if (typeof value === 'string' && spec.subAttributes?.includes('value')) return { value };
       if (!isObject(value)) throw badRequest(`Attribute ${label} must be a complex attribute.`);
-      checkSubAttributes(spec, value, label);
-      return value;
-    case 'boolean':
+      return canonicalSubAttributes(spec, value, label);
+    case 'boolean': {
       if (typeof value === 'boolean') return value;
-      if (value === 'true' || value === 'false') return value === 'true';
+      const text = typeof value === 'string' ? value.toLowerCase() : undefined;
+      if (text === 'true' || text === 'false') return text === 'true';
       throw badRequest(`Attribute ${label} must be a boolean.`);
+    }
     case 'integer':
       if (Number.isInteger(value)) return value;
       throw badRequest(`Attribute ${label} must be an integer.`);
@@ -245,11 +283,13 @@ export function checkValue(spec: AttributeSpec, value: unknown, label: string): 
   }
 }
 
-function checkSubAttributes(spec: AttributeSpec, value: Json, label: string): void {
-  if (!spec.subAttributes) return;
-  for (const key of Object.keys(value)) {
-    if (!spec.subAttributes.includes(key)) {
-      throw badRequest(`No such attribute with the name : ${label}.${key}`);
-    }
+function canonicalSubAttributes(spec: AttributeSpec, value: Json, label: string): Json {
+  if (!spec.subAttributes) return value;
+  const out: Json = {};
+  for (const [key, v] of Object.entries(value)) {
+    const name = spec.subAttributes.find((s) => s.toLowerCase() === key.toLowerCase());
+    if (!name) throw badRequest(`No such attribute with the name : ${label}.${key}`);
+    out[name] = v;
   }
+  return out;
 }

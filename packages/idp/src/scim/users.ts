@@ -1,12 +1,20 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { hashSecret, verifySecret } from '@mcp-identity/common';
-import { type Db, inTransaction } from '../db.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
 import { badRequest, conflict, notFound } from './errors.js';
-import { type Condition, matches } from './filter.js';
-import { applyToContainer, mergeByType, type PatchOperation, parsePath } from './patch.js';
+import {
+  type Comparison,
+  evaluate,
+  type FilterOperator,
+  type FilterSubject,
+  type FilterTree,
+  hasValueFilter,
+} from './filter.js';
+import type { PatchOperation } from './patch.js';
+import { type IdsAnswer, SearchWorker } from './search-worker.js';
+import { applyUserPatch } from './user-patch.js';
 import {
   AGENT_SCHEMA,
-  type AttributeSpec,
   CORE_USER,
   CUSTOM_USER,
   type CustomAttribute,
@@ -37,12 +45,18 @@ const isObject = (v: unknown): v is Json =>
 const READ_ONLY = new Set(['id', 'meta', 'groups', 'roles', 'schemas']);
 const PASSWORD_PATTERN = /^[\S]{5,30}$/;
 const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
+const COUNT_CACHE_SIZE = 128;
+/** Candidate documents checked against a value filter between two turns of the event loop. */
+const CHECK_SLICE = 500;
 
 const notFoundOnGet = () => notFound('User not found in the user store.');
 
 /** Users and agents (agents are users with kind `agent`), persisted in SQLite. */
 export class UserStore {
   private schemaCache: UserSchema | undefined;
+  private readonly counts = new Map<string, number>();
+  private countsVersion = -1;
+  private worker: SearchWorker | undefined;
   private dummyHash: Promise<string> | undefined;
 
   constructor(
@@ -115,7 +129,7 @@ export class UserStore {
 
   /** The stored document and timestamps of a user, for rendering. */
   getRow(kind: UserKind, id: string): Json | undefined {
-    const row = this.db.prepare('SELECT * FROM users WHERE id = ? AND kind = ?').get(id, kind) as
+    const row = statement(this.db, 'SELECT * FROM users WHERE id = ? AND kind = ?').get(id, kind) as
       | UserRow
       | undefined;
     return row ? toRecord(row) : undefined;
@@ -137,10 +151,7 @@ export class UserStore {
       const existing = this.getRow(kind, id);
       if (!existing) throw notFound(`No user with the id : ${id} in the user store.`);
       const doc = documentOf(existing);
-      let password: string | undefined;
-      for (const operation of operations) {
-        password = this.applyUserOperation(doc, operation, schema) ?? password;
-      }
+      const password = applyUserPatch(doc, operations, schema);
       const normalized = this.normalize(doc, kind);
       this.assertUserNameUnchanged(existing, normalized.doc.userName);
       return password === undefined ? normalized : { ...normalized, password };
@@ -157,6 +168,7 @@ export class UserStore {
   }
 
   delete(kind: UserKind, id: string): void {
+    this.counts.clear();
     const changes = this.db.prepare('DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
     if (changes.changes === 0) {
       throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
@@ -164,60 +176,136 @@ export class UserStore {
   }
 
   /**
-   * Indexed search: each condition selects user ids from the covering index of `user_attrs`;
-   * `and` is INTERSECT, `ne` is EXCEPT. Pages are cut in id order.
+   * Indexed search: the filter is compiled to set operations over the covering index of
+   * `user_attrs` (`and` INTERSECT, `or` UNION, `not`/`ne` EXCEPT); value filters, which the
+   * index answers only approximately, are then checked on the candidate documents. Pages are
+   * cut in id order. The SQL runs on a worker thread (its cost depends on the filter and the
+   * data, and must not hold the event loop); candidates are checked in slices between which
+   * the event loop runs. An in-memory database has no second connection: it runs inline.
    */
-  search(kind: UserKind, conditions: readonly Condition[], page: Page): SearchResult {
-    const params: unknown[] = [];
-    const selects: string[] = [];
-    const positive = conditions.filter((c) => c.op !== 'ne');
-    if (positive.length === 0) {
-      selects.push('SELECT id AS user_id FROM users WHERE kind = ?');
-      params.push(kind);
+  async search(kind: UserKind, tree: FilterTree | undefined, page: Page): Promise<SearchResult> {
+    if (this.db.memory) return this.searchInline(kind, tree, page);
+    this.worker ??= new SearchWorker(this.db.name);
+    const [ids, params] = this.idsSql(kind, tree);
+    const exact = tree !== undefined && hasValueFilter(tree);
+    let answer: IdsAnswer;
+    try {
+      answer = await this.worker.run(ids, params, exact ? undefined : page);
+    } catch {
+      // A worker that cannot run (or failed) must not fail the search: answer it here.
+      return this.searchInline(kind, tree, page);
     }
-    for (const c of positive) {
-      const [predicate, values] = conditionSql(c);
-      const distinct = positive.length === 1 && conditions.length === 1 ? 'DISTINCT ' : '';
-      selects.push(
-        `SELECT ${distinct}user_id FROM user_attrs WHERE kind = ? AND name = ? AND ${predicate}`,
-      );
-      params.push(kind, c.attribute.toLowerCase(), ...values);
-    }
-    let ids = selects.join(' INTERSECT ');
-    for (const c of conditions.filter((c) => c.op === 'ne')) {
-      ids += ' EXCEPT SELECT user_id FROM user_attrs WHERE kind = ? AND name = ? AND value = ?';
-      params.push(kind, c.attribute.toLowerCase(), c.value.toLowerCase());
-    }
-    const total = (
-      this.db.prepare(`SELECT count(*) AS n FROM (${ids})`).get(...params) as { n: number }
-    ).n;
-    if (page.count === 0 || total === 0) return { total, rows: [] };
-    const rows = this.db
-      .prepare(
-        `SELECT u.* FROM users u WHERE u.id IN
-         (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
-      )
-      .all(...params, page.count, page.startIndex - 1) as UserRow[];
-    return { total, rows: rows.map(toRecord) };
-  }
-
-  /** The same search by reading every user: the baseline the benchmark compares against. */
-  scan(kind: UserKind, conditions: readonly Condition[], page: Page): SearchResult {
+    if (!tree || !exact) return { total: answer.total, rows: this.rowsByIds(answer.ids) };
+    const candidates = answer.ids;
     const schema = this.schema();
     const hits: Json[] = [];
     let total = 0;
+    for (let start = 0; start < candidates.length; start += CHECK_SLICE) {
+      if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const row of this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE))) {
+        if (!evaluate(tree, userSubject(row, schema))) continue;
+        total++;
+        if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
+      }
+    }
+    return { total, rows: hits };
+  }
+
+  /** The same search on the calling thread (in-memory databases, benchmark comparison). */
+  searchInline(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
+    const [ids, params] = this.idsSql(kind, tree);
+    if (tree && hasValueFilter(tree)) return this.checkCandidates(tree, ids, params, page);
+    const total = this.count(ids, params);
+    if (page.count === 0 || total < page.startIndex) return { total, rows: [] };
+    const rows = statement(
+      this.db,
+      `SELECT u.* FROM users u WHERE u.id IN
+       (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
+    ).all(...params, page.count, page.startIndex - 1) as UserRow[];
+    return { total, rows: rows.map(toRecord) };
+  }
+
+  /** Stops the search worker (the database is being closed). */
+  close(): void {
+    this.worker?.stop();
+    this.worker = undefined;
+  }
+
+  private idsSql(kind: UserKind, tree: FilterTree | undefined): [string, unknown[]] {
+    return tree
+      ? treeSql(tree, kind, this.schema(), false)
+      : ['SELECT id AS user_id FROM users WHERE kind = ?', [kind]];
+  }
+
+  private rawRowsByIds(ids: readonly string[]): UserRow[] {
+    if (ids.length === 0) return [];
+    return statement(
+      this.db,
+      'SELECT * FROM users WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
+    ).all(JSON.stringify(ids)) as UserRow[];
+  }
+
+  private rowsByIds(ids: readonly string[]): Json[] {
+    return this.rawRowsByIds(ids).map(toRecord);
+  }
+
+  /**
+   * `totalResults` of a filter, computed once per state of the users: paging through a broad
+   * result, or repeating a search, then costs one page read instead of a count of every match.
+   * Writes through this store clear the cache; writes by other connections change SQLite's
+   * `data_version`.
+   */
+  private count(ids: string, params: readonly unknown[]): number {
+    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
+    if (version !== this.countsVersion) {
+      this.counts.clear();
+      this.countsVersion = version;
+    }
+    const key = `${ids}\u0000${JSON.stringify(params)}`;
+    let total = this.counts.get(key);
+    if (total === undefined) {
+      total = (
+        statement(this.db, `SELECT count(*) AS n FROM (${ids})`).get(...params) as {
+          n: number;
+        }
+      ).n;
+      if (this.counts.size >= COUNT_CACHE_SIZE)
+        this.counts.delete(this.counts.keys().next().value!);
+      this.counts.set(key, total);
+    }
+    return total;
+  }
+
+  /** The same search by reading every user: the baseline the benchmark compares against. */
+  scan(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
     const rows = this.db
-      .prepare('SELECT * FROM users WHERE kind = ? ORDER BY rowid')
+      .prepare('SELECT * FROM users WHERE kind = ? ORDER BY id')
       .iterate(kind) as IterableIterator<UserRow>;
+    return this.collect(rows, tree, page);
+  }
+
+  private checkCandidates(
+    tree: FilterTree,
+    ids: string,
+    params: unknown[],
+    page: Page,
+  ): SearchResult {
+    const rows = this.db
+      .prepare(`SELECT u.* FROM users u WHERE u.id IN (${ids}) ORDER BY u.id`)
+      .iterate(...params) as IterableIterator<UserRow>;
+    return this.collect(rows, tree, page);
+  }
+
+  private collect(
+    rows: IterableIterator<UserRow>,
+    tree: FilterTree | undefined,
+    page: Page,
+  ): SearchResult {
+    const schema = this.schema();
+    const hits: Json[] = [];
+    let total = 0;
     for (const row of rows) {
-      const values = indexedValues(JSON.parse(row.doc) as Json, schema);
-      const ok = conditions.every((c) =>
-        matches(
-          c,
-          values.filter(([k]) => k === c.attribute.toLowerCase()).map(([, v]) => v),
-        ),
-      );
-      if (!ok) continue;
+      if (tree && !evaluate(tree, userSubject(row, schema))) continue;
       total++;
       if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
     }
@@ -287,6 +375,7 @@ export class UserStore {
   }
 
   private writeIndex(id: string, kind: UserKind, doc: Json): void {
+    this.counts.clear();
     this.db.prepare('DELETE FROM user_attrs WHERE user_id = ?').run(id);
     const insert = this.db.prepare(
       'INSERT INTO user_attrs (user_id, kind, name, value) VALUES (?, ?, ?, ?)',
@@ -312,72 +401,6 @@ export class UserStore {
     }
   }
 
-  /** Applies one PATCH operation to a stored document; returns a new password if set. */
-  private applyUserOperation(
-    doc: Json,
-    { op, path, value }: PatchOperation,
-    schema: UserSchema,
-  ): string | undefined {
-    if (!path) {
-      if (!isObject(value)) throw badRequest('Value of a pathless operation must be an object.');
-      let password: string | undefined;
-      for (const [key, v] of Object.entries(value)) {
-        if (key === 'schemas') continue;
-        const urn = schema.extensionUrn(key);
-        if (urn) {
-          if (!isObject(v)) throw badRequest(`Attribute ${urn} must be a complex attribute.`);
-          doc[urn] = { ...(isObject(doc[urn]) ? doc[urn] : {}), ...v };
-          continue;
-        }
-        const spec = schema.coreAttribute(key);
-        if (!spec) throw badRequest(`No such attribute with the name : ${key}`);
-        if (spec.name === 'password') {
-          password = String(v);
-        } else if (spec.multiValued && Array.isArray(v)) {
-          doc[spec.name] = mergeByType(doc[spec.name], v.filter(isObject));
-        } else if (spec.type === 'complex' && isObject(v) && isObject(doc[spec.name])) {
-          doc[spec.name] = { ...(doc[spec.name] as Json), ...v };
-        } else {
-          doc[spec.name] = v;
-        }
-      }
-      return password;
-    }
-    const urns = [...schema.extensions.keys()];
-    const wholeExtension = schema.extensionUrn(path);
-    if (wholeExtension) {
-      if (op === 'remove') delete doc[wholeExtension];
-      else if (!isObject(value)) throw badRequest(`Attribute ${wholeExtension} must be complex.`);
-      else if (op === 'add' && isObject(doc[wholeExtension])) {
-        doc[wholeExtension] = { ...(doc[wholeExtension] as Json), ...value };
-      } else doc[wholeExtension] = value;
-      return undefined;
-    }
-    const corePrefix = `${CORE_USER}:`;
-    const relative = path.toLowerCase().startsWith(corePrefix.toLowerCase())
-      ? path.slice(corePrefix.length)
-      : path;
-    const parsed = parsePath(relative, urns);
-    let spec: AttributeSpec | undefined;
-    let container = doc;
-    if (parsed.urn) {
-      spec = schema.extensionAttribute(parsed.urn, parsed.attribute);
-      if (!spec)
-        throw badRequest(`No such attribute with the name : ${parsed.urn}:${parsed.attribute}`);
-      container = isObject(doc[parsed.urn]) ? { ...(doc[parsed.urn] as Json) } : {};
-      doc[parsed.urn] = container;
-    } else {
-      spec = schema.coreAttribute(parsed.attribute);
-      if (!spec) throw badRequest(`No such attribute with the name : ${parsed.attribute}`);
-      if (spec.name === 'password') {
-        if (op === 'remove') throw badRequest('Attribute password cannot be removed.');
-        return String(value);
-      }
-    }
-    applyToContainer(container, spec.name, parsed, op, value, spec.multiValued === true);
-    return undefined;
-  }
-
   /** Validates a user body against the schema; returns the storable document and password. */
   private normalize(body: unknown, kind: UserKind): { doc: Json; password?: string } {
     if (!isObject(body))
@@ -386,7 +409,7 @@ export class UserStore {
     const doc: Json = {};
     let password: string | undefined;
     for (const [key, value] of Object.entries(body)) {
-      if (READ_ONLY.has(key)) continue;
+      if (READ_ONLY.has(key.toLowerCase())) continue;
       if (key.toLowerCase().startsWith('urn:')) {
         const urn = schema.extensionUrn(key);
         if (!urn) throw badRequest(`No such attribute with the name : ${key}`);
@@ -415,7 +438,6 @@ export class UserStore {
   }
 }
 
-/** The predicate on `user_attrs.value` of a positive (non-`ne`) condition. */
 /** WSO2's default password policy; agents' generated passwords are exempt. */
 function checkPasswordPolicy(kind: UserKind, password: string | undefined): void {
   if (kind === 'user' && password !== undefined && !PASSWORD_PATTERN.test(password)) {
@@ -423,29 +445,117 @@ function checkPasswordPolicy(kind: UserKind, password: string | undefined): void
   }
 }
 
-function conditionSql(c: Condition): [string, unknown[]] {
+/** The ids (column `user_id`) of the users of `kind` the tree selects, with its parameters. */
+function treeSql(
+  tree: FilterTree,
+  kind: UserKind,
+  schema: UserSchema,
+  relaxed: boolean,
+): [string, unknown[]] {
+  const all: [string, unknown[]] = ['SELECT id AS user_id FROM users WHERE kind = ?', [kind]];
+  const combine = (filters: FilterTree[], operator: string): [string, unknown[]] => {
+    const parts = filters.map((f) => treeSql(f, kind, schema, relaxed));
+    return [
+      parts.map(([sql]) => `SELECT user_id FROM (${sql})`).join(` ${operator} `),
+      parts.flatMap(([, params]) => params),
+    ];
+  };
+  switch (tree.op) {
+    case 'and':
+      return combine(tree.filters, 'INTERSECT');
+    case 'or':
+      return combine(tree.filters, 'UNION');
+    case 'not': {
+      // Inside a value filter the index cannot tell entries apart: keep every candidate.
+      if (relaxed) return all;
+      const [sql, params] = treeSql(tree.filter, kind, schema, relaxed);
+      return [`${all[0]} EXCEPT SELECT user_id FROM (${sql})`, [kind, ...params]];
+    }
+    case '[]':
+      return treeSql(tree.filter, kind, schema, true);
+    default:
+      return comparisonSql(tree, kind, schema, relaxed);
+  }
+}
+
+const META_COLUMNS: Record<string, string> = {
+  'meta.created': 'created_at',
+  'meta.lastModified': 'modified_at',
+};
+
+function comparisonSql(
+  c: Comparison,
+  kind: UserKind,
+  schema: UserSchema,
+  relaxed: boolean,
+): [string, unknown[]] {
+  const column = META_COLUMNS[c.attribute];
+  if (column) {
+    const [predicate, values] = valuePredicate(c.op, c.value, column);
+    return [`SELECT id AS user_id FROM users WHERE kind = ? AND ${predicate}`, [kind, ...values]];
+  }
+  const name = c.attribute.toLowerCase();
   const value = c.value.toLowerCase();
+  if (c.op === 'ne') {
+    if (relaxed) return ['SELECT id AS user_id FROM users WHERE kind = ?', [kind]];
+    return [
+      `SELECT id AS user_id FROM users WHERE kind = ?
+       EXCEPT SELECT user_id FROM user_attrs WHERE kind = ? AND name = ? AND value = ?`,
+      [kind, kind, name, value],
+    ];
+  }
+  const [predicate, values] = valuePredicate(c.op, value, 'value');
+  // A single-valued attribute has one row per user: no DISTINCT, so the index alone answers.
+  const distinct = schema.isMultiValued(c.attribute) ? 'DISTINCT ' : '';
+  return [
+    `SELECT ${distinct}user_id FROM user_attrs WHERE kind = ? AND name = ? AND ${predicate}`,
+    [kind, name, ...values],
+  ];
+}
+
+function valuePredicate(op: FilterOperator, value: string, column: string): [string, unknown[]] {
   const like = (pattern: string) => pattern.replace(/[\\%_]/g, (ch) => `\\${ch}`);
-  switch (c.op) {
+  switch (op) {
     case 'sw':
-      return ['value >= ? AND value < ?', [value, value + MAX_CODE_POINT]];
+      return [`${column} >= ? AND ${column} < ?`, [value, value + MAX_CODE_POINT]];
     case 'co':
-      return ["value LIKE ? ESCAPE '\\'", [`%${like(value)}%`]];
+      return [`${column} LIKE ? ESCAPE '\\'`, [`%${like(value)}%`]];
     case 'ew':
-      return ["value LIKE ? ESCAPE '\\'", [`%${like(value)}`]];
+      return [`${column} LIKE ? ESCAPE '\\'`, [`%${like(value)}`]];
     case 'ge':
-      return ['value >= ?', [value]];
+      return [`${column} >= ?`, [value]];
     case 'le':
-      return ['value <= ?', [value]];
+      return [`${column} <= ?`, [value]];
     case 'gt':
-      return ['value > ?', [value]];
+      return [`${column} > ?`, [value]];
     case 'lt':
-      return ['value < ?', [value]];
+      return [`${column} < ?`, [value]];
+    case 'ne':
+      return [`${column} <> ?`, [value]];
     case 'pr':
       return ['1 = 1', []];
     default:
-      return ['value = ?', [value]];
+      return [`${column} = ?`, [value]];
   }
+}
+
+/** A stored user as the filter evaluator sees it (the same values the index holds). */
+function userSubject(row: UserRow, schema: UserSchema): FilterSubject {
+  const doc = JSON.parse(row.doc) as Json;
+  let values: [string, string][] | undefined;
+  return {
+    values(attribute) {
+      if (attribute === 'meta.created') return [row.created_at];
+      if (attribute === 'meta.lastModified') return [row.modified_at];
+      values ??= indexedValues(doc, schema);
+      const key = attribute.toLowerCase();
+      return values.filter(([k]) => k === key).map(([, v]) => v);
+    },
+    entries(attribute) {
+      const value = doc[attribute];
+      return Array.isArray(value) ? value.filter(isObject) : [];
+    },
+  };
 }
 
 function toRecord(row: UserRow): Json {

@@ -135,6 +135,7 @@ const ADDED_COLUMNS: readonly [string, string, string, string?][] = [
   ['refresh_tokens', 'used', 'INTEGER NOT NULL DEFAULT 0'],
   ['auth_codes', 'resource', 'TEXT'],
   ['refresh_tokens', 'resource', 'TEXT'],
+  ['groups_', 'external_id', 'TEXT'],
 ];
 
 // A deleted or disabled user keeps no refresh token or pending code, whichever path (SCIM,
@@ -194,6 +195,28 @@ export function openDatabase(dataDir: string, options: { create?: boolean } = {}
   }
   db.exec(TRIGGERS);
   return db;
+}
+
+const STATEMENT_CACHE_SIZE = 256;
+const statementCaches = new WeakMap<Db, Map<string, Database.Statement>>();
+
+/**
+ * A prepared statement for `sql`, reused across calls: preparing costs more than running the
+ * small lookups of a SCIM read. Bounded, since filter-built SQL varies with the filter's shape.
+ */
+export function statement(db: Db, sql: string): Database.Statement {
+  let cache = statementCaches.get(db);
+  if (!cache) {
+    cache = new Map();
+    statementCaches.set(db, cache);
+  }
+  let prepared = cache.get(sql);
+  if (!prepared) {
+    prepared = db.prepare(sql);
+    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    cache.set(sql, prepared);
+  }
+  return prepared;
 }
 
 /** Runs `fn` in an IMMEDIATE transaction, so read-modify-write sequences are serialised. */

@@ -1,0 +1,95 @@
+import { readFileSync, statSync } from 'node:fs';
+import { useTempDir } from '@mcp-identity/common/testing';
+import { describe, expect, it } from 'vitest';
+import { gatewayRuleScopes } from '../src/stack/gateway-rules.js';
+import { scimProxyDefinition } from '../src/stack/gateway-setup.js';
+import { stackLayout } from '../src/stack/layout.js';
+import { gatewayApiResources, READ_ONLY_SCOPES, stackBootstrap } from '../src/stack/sample-data.js';
+import { loadOrCreateStackSecrets } from '../src/stack/secrets.js';
+import {
+  ensureUpstreamSecret,
+  requireHeaderArgs,
+  UPSTREAM_AUTH_HEADER,
+} from '../src/stack/upstream-auth.js';
+
+// What `up` writes and passes to the other services (contracts C2 and C3). The
+// services' sides land in their own packages; these assertions pin our side.
+const tempDir = useTempDir();
+const ports = {
+  idp: 14443,
+  mcp: 15000,
+  gatewayHttps: 18443,
+  gatewayHttp: 18080,
+  gatewayManagement: 19090,
+  areaA: 17000,
+};
+
+describe('the gateway → SCIM MCP server credential (C2)', () => {
+  it('is one random secret, readable by its owner only, generated once', () => {
+    const layout = stackLayout(tempDir(), ports);
+    const file = ensureUpstreamSecret(layout.mcp.upstreamSecretFile);
+    const secret = readFileSync(file, 'utf8');
+    expect(secret).toMatch(/^[\w-]{40,}\n$/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    ensureUpstreamSecret(file);
+    expect(readFileSync(file, 'utf8')).toBe(secret);
+  });
+
+  it('is required by the SCIM MCP server and sent by the proxy, both from the file', () => {
+    const dataDir = tempDir();
+    const layout = stackLayout(dataDir, ports);
+    const file = layout.mcp.upstreamSecretFile;
+    expect(UPSTREAM_AUTH_HEADER).toBe('X-Gateway-Auth');
+    expect(requireHeaderArgs(file)).toEqual([
+      '--require-header',
+      'X-Gateway-Auth',
+      '--require-header-file',
+      file,
+    ]);
+    const secrets = loadOrCreateStackSecrets(dataDir);
+    const proxy = scimProxyDefinition(layout, secrets, { upstreamAuth: true }) as {
+      spec: { upstream: unknown };
+    };
+    expect(proxy.spec.upstream).toEqual({
+      url: 'http://127.0.0.1:15000/mcp',
+      auth: { header: 'X-Gateway-Auth', secretRef: `file:${file}` },
+    });
+    // The secret value itself never appears in the proxy definition.
+    ensureUpstreamSecret(file);
+    expect(JSON.stringify(proxy)).not.toContain(readFileSync(file, 'utf8').trim());
+  });
+});
+
+describe('API resources and the read-only user (C3)', () => {
+  it('declares one API resource per gateway listener, offering the rules’ scopes, to no application', () => {
+    const layout = stackLayout(tempDir(), ports);
+    const resources = gatewayApiResources(layout);
+    expect(resources.map((resource) => resource.identifier)).toEqual([
+      'https://localhost:18443/scim/mcp',
+      'http://localhost:18080/scim/mcp',
+    ]);
+    for (const resource of resources) {
+      expect(resource.scopes).toEqual(gatewayRuleScopes());
+      expect(resource.scopes).toEqual(
+        expect.arrayContaining(['internal_user_mgt_list', 'internal_user_mgt_delete']),
+      );
+      expect(resource.dynamicClients).toBe(true);
+      expect(resource.applications).toEqual([]);
+    }
+  });
+
+  it('bootstraps a read-only user whose only role grants list and view', () => {
+    const dataDir = tempDir();
+    const secrets = loadOrCreateStackSecrets(dataDir);
+    const resources = gatewayApiResources(stackLayout(dataDir, ports));
+    const bootstrap = stackBootstrap(secrets, resources);
+    expect(bootstrap.apiResources).toEqual(resources);
+    const { userName, password } = secrets.readOnlyUser;
+    expect(bootstrap.users?.find((user) => user.userName === userName)).toMatchObject({
+      password,
+    });
+    const roles = bootstrap.roles?.filter((role) => role.users?.includes(userName)) ?? [];
+    expect(roles.map((role) => role.permissions)).toEqual([READ_ONLY_SCOPES]);
+    expect(stackBootstrap(secrets)).not.toHaveProperty('apiResources');
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * Credentials in the HTTP `Authorization` header. Each parser answers `undefined` for a header
+ * that does not follow its syntax, so the caller refuses with its own status and challenge.
+ */
+
+/** RFC 7235 §2.1: the auth-scheme of a header, lower-cased (schemes are case-insensitive). */
+export function authScheme(header: string | undefined): string | undefined {
+  return header === undefined
+    ? undefined
+    : /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)(?: |$)/.exec(header)?.[1]?.toLowerCase();
+}
+
+/** RFC 6750 §2.1: `Bearer 1*SP b64token`. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** The token of a `Bearer` header, or undefined. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+}
+
+/** RFC 7617 §2: `Basic 1*SP token68`, the token68 being base64 of `user-id ":" password`. */
+const BASIC = /^Basic +([A-Za-z0-9+/]+=*) *$/i;
+
+export type BasicCredentials = { user: string; password: string };
+
+/** User id and password of a `Basic` header as sent (RFC 7617), or undefined. */
+export function basicCredentials(header: string | undefined): BasicCredentials | undefined {
+  const encoded = header === undefined ? undefined : BASIC.exec(header)?.[1];
+  if (encoded === undefined) return undefined;
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * OAuth client credentials of a `Basic` header (RFC 6749 §2.3.1): client id and secret are each
+ * form-urlencoded before being joined, so they are decoded here; undefined when either does not
+ * decode.
+ */
+export function basicClientCredentials(
+  header: string | undefined,
+): { clientId: string; clientSecret: string } | undefined {
+  const credentials = basicCredentials(header);
+  if (credentials === undefined) return undefined;
+  try {
+    return {
+      clientId: formDecode(credentials.user),
+      clientSecret: formDecode(credentials.password),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** application/x-www-form-urlencoded decoding of one value: `+` is a space. Throws on bad escapes. */
+function formDecode(value: string): string {
+  return decodeURIComponent(value.replace(/\+/g, ' '));
+}

@@ -1,0 +1,179 @@
+import {
+  AUTHORIZATION_REQUEST_PARAMETERS,
+  FixedWindowThrottle,
+  isRedirectUriAllowed,
+  OAuthError,
+  type OAuthErrorCode,
+  setHtmlSecurityHeaders,
+} from '@mcp-identity/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Application } from '../../store/apps.js';
+import { errorPage, loginPage } from '../login-page.js';
+import type { OAuthRouteOptions } from './options.js';
+import { resolveResource } from './scopes.js';
+
+/** The cookie that binds a rendered login form to the browser it was rendered for. */
+export const CSRF_COOKIE = 'idp_csrf';
+
+export type AuthorizeParams = Record<string, string>;
+
+/** An authorize request that cannot go on; with a `code`, the client is told by redirect. */
+export class AuthorizeError extends Error {
+  constructor(
+    message: string,
+    readonly code?: OAuthErrorCode,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The authorize parameters, each given at most once (RFC 6749 §3.1); `repeated` names those
+ * given more than once, which are left out.
+ */
+export function pickAuthorizeParams(source: Record<string, unknown>): {
+  params: AuthorizeParams;
+  repeated: string[];
+} {
+  const params: AuthorizeParams = {};
+  const repeated: string[] = [];
+  for (const name of AUTHORIZATION_REQUEST_PARAMETERS) {
+    const value = source[name];
+    if (typeof value === 'string') params[name] = value;
+    else if (Array.isArray(value)) repeated.push(name);
+  }
+  return { params, repeated };
+}
+
+export type AuthorizeFlow = ReturnType<typeof createAuthorizeFlow>;
+
+/** What the authorize page (GET) and the login post share: limits, validation, rendering. */
+export function createAuthorizeFlow(options: OAuthRouteOptions) {
+  const { apps, resources, tokens, transactions, limits, clock } = options;
+  // Each rendered form holds a transaction row, so one address cannot fill the table.
+  const formsPerIp = new FixedWindowThrottle({
+    limit: limits.authorizeRequestsPerIpPerMinute,
+    windowMs: 60_000,
+    clock,
+  });
+
+  /** A 429 page when the address has rendered too many forms this minute; counted either way. */
+  const refuseOverLimit = (request: FastifyRequest, reply: FastifyReply) => {
+    const decision = formsPerIp.reserve(request.ip);
+    if (decision.allowed) return undefined;
+    reply.header('retry-after', String(decision.retryAfterSeconds));
+    return setHtmlSecurityHeaders(reply.code(429)).send(
+      errorPage('Too many sign-in requests from your address. Try again in a minute.'),
+    );
+  };
+
+  /** Validates an authorize request; failures are shown, never redirected (open redirects). */
+  const validate = (params: AuthorizeParams, repeated: string[]): Application => {
+    const once = repeated.filter((name) => name !== 'resource');
+    if (once.length) throw new AuthorizeError(`The parameter ${once[0]} must be given once.`);
+    const client = apps.get(params.client_id ?? '');
+    if (!client?.grantTypes.includes('authorization_code')) {
+      throw new AuthorizeError(
+        'Unknown client or the client may not use the authorization code flow.',
+      );
+    }
+    const redirectUri = params.redirect_uri ?? '';
+    if (
+      client.redirectUris.length === 0 ||
+      !isRedirectUriAllowed(client.redirectUris, redirectUri)
+    ) {
+      throw new AuthorizeError('The redirect_uri is not registered for this client.');
+    }
+    if (params.response_type !== 'code') throw new AuthorizeError('response_type must be code.');
+    if (!params.code_challenge) throw new AuthorizeError('code_challenge is required (PKCE).');
+    if (params.code_challenge_method !== 'S256') {
+      throw new AuthorizeError('code_challenge_method must be S256.');
+    }
+    if (repeated.includes('resource')) {
+      throw new AuthorizeError('Only one resource may be requested', 'invalid_target');
+    }
+    if (params.resource !== undefined) {
+      try {
+        resolveResource(resources, client, [params.resource], 'user');
+      } catch (error) {
+        if (error instanceof OAuthError) throw new AuthorizeError(error.description, error.code);
+        throw error;
+      }
+    }
+    return client;
+  };
+
+  /** Renders the login form, opening the transaction its CSRF token names. */
+  const showLogin = (
+    reply: FastifyReply,
+    client: Application,
+    params: AuthorizeParams,
+    status = 200,
+    error?: string,
+    userName?: string,
+  ) => {
+    const csrf = transactions.open(params);
+    if (!csrf) {
+      return setHtmlSecurityHeaders(reply.code(503)).send(
+        errorPage('Too many sign-ins are in progress. Try again later.'),
+      );
+    }
+    const secure = options.secureCookies ? '; Secure' : '';
+    reply.header(
+      'set-cookie',
+      `${CSRF_COOKIE}=${csrf}; Path=/oauth2/authorize; HttpOnly; SameSite=Strict${secure}`,
+    );
+    return setHtmlSecurityHeaders(reply.code(status)).send(
+      loginPage({
+        action: '/oauth2/authorize',
+        params,
+        csrf,
+        clientName: client.name,
+        ...(error ? { error } : {}),
+        ...(userName ? { userName } : {}),
+      }),
+    );
+  };
+
+  /** Sends the browser back to the client with `values` (RFC 6749 §4.1.2, RFC 9207 `iss`). */
+  const redirectToClient = (
+    reply: FastifyReply,
+    params: AuthorizeParams,
+    values: Record<string, string>,
+  ) => {
+    const target = new URL(params.redirect_uri!);
+    for (const [name, value] of Object.entries(values)) target.searchParams.set(name, value);
+    if (params.state !== undefined) target.searchParams.set('state', params.state);
+    target.searchParams.set('iss', tokens.issuer);
+    return reply.header('cache-control', 'no-store').redirect(target.toString(), 302);
+  };
+
+  /**
+   * Errors found before client and redirect URI are known good are shown, never redirected
+   * (open redirects); later ones go back to the client (RFC 6749 §4.1.2.1).
+   */
+  const fail = (reply: FastifyReply, params: AuthorizeParams, error: AuthorizeError) => {
+    if (!error.code) return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
+    return redirectToClient(reply, params, {
+      error: error.code,
+      error_description: error.message,
+    });
+  };
+
+  /** The validated client; undefined when the request was refused (and answered). */
+  const admit = (
+    reply: FastifyReply,
+    params: AuthorizeParams,
+    repeated: string[],
+  ): Application | undefined => {
+    try {
+      return validate(params, repeated);
+    } catch (error) {
+      if (!(error instanceof AuthorizeError)) throw error;
+      fail(reply, params, error);
+      return undefined;
+    }
+  };
+
+  return { refuseOverLimit, admit, showLogin, redirectToClient };
+}

@@ -1,0 +1,40 @@
+import { authScheme, basicClientCredentials } from '@mcp-identity/common';
+import type { FastifyRequest } from 'fastify';
+import type { Application, AppStore } from '../../store/apps.js';
+import { failure } from './failures.js';
+
+/**
+ * The client of a token, revocation or introspection request: HTTP Basic (RFC 6749 §2.3.1),
+ * client_secret_post, or a public client naming only its id.
+ */
+export async function authenticateClient(
+  request: FastifyRequest,
+  form: URLSearchParams,
+  apps: AppStore,
+): Promise<Application> {
+  const header = request.headers.authorization;
+  const basic = authScheme(header) === 'basic';
+  if (header && !basic) {
+    throw failure.unsupportedClientAuth();
+  }
+  if (basic && form.has('client_secret')) {
+    throw failure.twoClientAuthMethods();
+  }
+  let clientId: string | null;
+  let secret: string | null;
+  if (basic) {
+    const credentials = basicClientCredentials(header);
+    if (!credentials) throw failure.clientAuthFailed(basic);
+    clientId = credentials.clientId;
+    secret = credentials.clientSecret;
+  } else {
+    clientId = form.get('client_id');
+    secret = form.get('client_secret');
+  }
+  if (!clientId) throw failure.clientAuthFailed(basic);
+  const app = apps.get(clientId);
+  if (app && !app.confidential && secret === null) return app;
+  const authenticated = secret === null ? undefined : await apps.authenticate(clientId, secret);
+  if (!authenticated) throw failure.clientAuthFailed(basic);
+  return authenticated;
+}
