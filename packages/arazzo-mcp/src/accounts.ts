@@ -13,6 +13,24 @@ export interface Account {
 
 export type AccountCheck = { ok: true; account: Account } | { ok: false };
 
+type Awaitable<T> = T | Promise<T>;
+
+/**
+ * Where Area A keeps its accounts: SQLite in the data directory (`AccountStore`, the default)
+ * or PostgreSQL shared by every instance (`PostgresAccountStore`). Callers await every method.
+ */
+export interface Accounts {
+  count(): Awaitable<number>;
+  list(): Awaitable<Account[]>;
+  findById(id: string): Awaitable<Account | undefined>;
+  add(email: string, password: string): Promise<Account>;
+  setPassword(email: string, password: string): Promise<Account>;
+  remove(email: string): Awaitable<Account>;
+  /** Checks credentials in about the same time whether or not the account exists. */
+  verify(email: string, password: string): Promise<AccountCheck>;
+  close(): Awaitable<void>;
+}
+
 /** A problem with an account request the caller can fix (exit 1 / HTTP 4xx, never a crash). */
 export class AccountError extends Error {
   constructor(
@@ -59,27 +77,70 @@ export function generatePassword(): string {
   return randomToken(18);
 }
 
-interface AccountRow {
+/** The columns of an account, in SQLite and PostgreSQL alike. */
+export interface AccountRow {
   id: string;
   email: string;
   password_hash: string;
   created_at: string;
 }
 
-const toAccount = (row: AccountRow): Account => ({
+export const toAccount = (row: AccountRow): Account => ({
   id: row.id,
   email: row.email,
   createdAt: row.created_at,
 });
 
+/** A validated new account and its password hash, ready to insert. */
+export async function newAccountRow(email: string, password: string): Promise<AccountRow> {
+  const normalized = validEmail(email);
+  return {
+    id: randomUUID(),
+    email: normalized,
+    password_hash: await hashSecret(validPassword(password)),
+    created_at: new Date().toISOString(),
+  };
+}
+
+/** The hash of a new password for an existing account. */
+export function hashNewPassword(password: string): Promise<string> {
+  return hashSecret(validPassword(password));
+}
+
+export function duplicateEmail(email: string): AccountError {
+  return new AccountError(`an account with e-mail ${email} already exists`, 'duplicate_email');
+}
+
+export function notFound(email: string): AccountError {
+  return new AccountError(`no account with e-mail ${email}`, 'not_found');
+}
+
+/**
+ * Checks a password against the row of its account, or against a throwaway hash when there is
+ * none, so a miss costs what a wrong password costs.
+ */
+export class PasswordChecker {
+  #dummyHash: Promise<string> | undefined;
+
+  async check(row: AccountRow | undefined, password: string): Promise<AccountCheck> {
+    if (row === undefined || password.length > MAX_PASSWORD_LENGTH) {
+      this.#dummyHash ??= hashSecret(randomToken());
+      await verifySecret(password.slice(0, MAX_PASSWORD_LENGTH), await this.#dummyHash);
+      return { ok: false };
+    }
+    return (await verifySecret(password, row.password_hash))
+      ? { ok: true, account: toAccount(row) }
+      : { ok: false };
+  }
+}
+
 /**
  * Accounts in SQLite (`<dataDir>/accounts.db`, WAL), passwords as scrypt hashes. Hashing runs
  * off the main thread (libuv pool); the queries are synchronous and tiny.
  */
-export class AccountStore {
+export class AccountStore implements Accounts {
   readonly #db: Database.Database;
-  /** Verified when the e-mail is unknown, so a miss costs what a wrong password costs. */
-  #dummyHash: Promise<string> | undefined;
+  readonly #passwords = new PasswordChecker();
 
   private constructor(db: Database.Database) {
     this.#db = db;
@@ -120,28 +181,23 @@ export class AccountStore {
   }
 
   async add(email: string, password: string): Promise<Account> {
-    const normalized = validEmail(email);
-    const hash = await hashSecret(validPassword(password));
-    const account = { id: randomUUID(), email: normalized, createdAt: new Date().toISOString() };
+    const row = await newAccountRow(email, password);
     try {
       this.#db
         .prepare('INSERT INTO accounts (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)')
-        .run(account.id, account.email, hash, account.createdAt);
+        .run(row.id, row.email, row.password_hash, row.created_at);
     } catch (error) {
       if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
-        throw new AccountError(
-          `an account with e-mail ${normalized} already exists`,
-          'duplicate_email',
-        );
+        throw duplicateEmail(row.email);
       }
       throw error;
     }
-    return account;
+    return toAccount(row);
   }
 
   async setPassword(email: string, password: string): Promise<Account> {
     const normalized = normalizeEmail(email);
-    const hash = await hashSecret(validPassword(password));
+    const hash = await hashNewPassword(password);
     const result = this.#db
       .prepare('UPDATE accounts SET password_hash = ? WHERE email = ?')
       .run(hash, normalized);
@@ -157,17 +213,8 @@ export class AccountStore {
     return toAccount(row);
   }
 
-  /** Checks credentials in about the same time whether or not the account exists. */
   async verify(email: string, password: string): Promise<AccountCheck> {
-    const row = this.#row(normalizeEmail(email));
-    if (row === undefined || password.length > MAX_PASSWORD_LENGTH) {
-      this.#dummyHash ??= hashSecret(randomToken());
-      await verifySecret(password.slice(0, MAX_PASSWORD_LENGTH), await this.#dummyHash);
-      return { ok: false };
-    }
-    return (await verifySecret(password, row.password_hash))
-      ? { ok: true, account: toAccount(row) }
-      : { ok: false };
+    return this.#passwords.check(this.#row(normalizeEmail(email)), password);
   }
 
   close(): void {
@@ -179,8 +226,4 @@ export class AccountStore {
       | AccountRow
       | undefined;
   }
-}
-
-function notFound(email: string): AccountError {
-  return new AccountError(`no account with e-mail ${email}`, 'not_found');
 }

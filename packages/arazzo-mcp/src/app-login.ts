@@ -1,15 +1,20 @@
-import { bearerToken, FixedWindowThrottle, reserveAll } from '@mcp-identity/common';
+import {
+  bearerToken,
+  memoryThrottles,
+  reserveEach,
+  type ThrottleFactory,
+} from '@mcp-identity/common';
 import type { IssuerResolver, SigningKey } from '@mcp-identity/oauth';
 import { signToken } from '@mcp-identity/oauth';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { jwtVerify } from 'jose';
-import { type AccountStore, normalizeEmail } from './accounts.js';
+import { type Accounts, normalizeEmail } from './accounts.js';
 
 export const LOGIN_PATH = '/api/auth/login';
 export const ME_PATH = '/api/auth/me';
 
 export interface AppLoginOptions {
-  accounts: AccountStore;
+  accounts: Accounts;
   key: SigningKey;
   issuer: IssuerResolver;
   /** Lifetime of the application's own tokens. Default 3600 s. */
@@ -18,6 +23,8 @@ export interface AppLoginOptions {
   failuresPerAccount?: number;
   failuresPerIp?: number;
   throttleWindowSeconds?: number;
+  /** Where the failed logins count. Default: process memory. */
+  throttles?: ThrottleFactory;
   clock?: () => number;
 }
 
@@ -50,12 +57,23 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
   const clock = options.clock ?? Date.now;
   const ttlSeconds = options.tokenTtlSeconds ?? 3600;
   const windowMs = (options.throttleWindowSeconds ?? 900) * 1000;
-  const perAccount = new FixedWindowThrottle({
+  const throttles = options.throttles ?? memoryThrottles(clock);
+  const perAccount = throttles({
+    name: 'app-login-account',
     limit: options.failuresPerAccount ?? 5,
     windowMs,
-    clock,
   });
-  const perIp = new FixedWindowThrottle({ limit: options.failuresPerIp ?? 20, windowMs, clock });
+  const perIp = throttles({ name: 'app-login-ip', limit: options.failuresPerIp ?? 20, windowMs });
+
+  // A shared store (the throttles' Redis) that cannot be reached: refuse, never fail open.
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error.statusCode === 503) {
+      request.log.warn({ err: error.message }, 'login state unavailable');
+      reply.header('retry-after', '2');
+      return sendError(reply, 503, 'temporarily_unavailable', 'Try again shortly.');
+    }
+    throw error;
+  });
 
   app.post(LOGIN_PATH, async (request, reply) => {
     const credentials = credentialsOf(request.body);
@@ -70,7 +88,7 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
     const account = normalizeEmail(credentials.email);
     // The attempt counts before the slow password check, so concurrent guesses cannot all be
     // evaluated; a success gives it back.
-    const attempt = reserveAll([
+    const attempt = await reserveEach([
       [perAccount, account],
       [perIp, request.ip],
     ]);
@@ -78,12 +96,20 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
       reply.header('retry-after', String(attempt.retryAfterSeconds));
       return sendError(reply, 429, 'too_many_requests', 'Too many failed logins; try again later.');
     }
-    const result = await options.accounts.verify(credentials.email, credentials.password);
+    let result: Awaited<ReturnType<Accounts['verify']>>;
+    try {
+      result = await options.accounts.verify(credentials.email, credentials.password);
+    } catch (error) {
+      // The accounts could not be read (503): the attempt was not evaluated, so it gives it back.
+      await Promise.all([perAccount.release(account), perIp.release(request.ip)]).catch(
+        () => undefined,
+      );
+      throw error;
+    }
     if (!result.ok) {
       return sendError(reply, 401, 'invalid_credentials', 'Invalid e-mail or password.');
     }
-    perAccount.reset(account);
-    perIp.release(request.ip);
+    await Promise.all([perAccount.reset(account), perIp.release(request.ip)]);
     const issuer = options.issuer(request);
     const { token, expiresIn } = await signToken(options.key, {
       issuer,
@@ -100,7 +126,7 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
 
   app.get(ME_PATH, async (request, reply) => {
     const subject = await bearerSubject(request, options, clock);
-    const account = subject === undefined ? undefined : options.accounts.findById(subject);
+    const account = subject === undefined ? undefined : await options.accounts.findById(subject);
     if (account === undefined) {
       reply.header('www-authenticate', 'Bearer');
       return sendError(reply, 401, 'invalid_token', 'A valid Bearer token is required.');

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createCorsHook, createOriginPolicy } from '@mcp-identity/common';
+import { createCorsHook, createOriginPolicy, createRedisThrottles } from '@mcp-identity/common';
 import {
   createAccessTokenIssuer,
   createIssuerResolver,
@@ -9,9 +9,11 @@ import {
   publicJwks,
   RedisOAuthStore,
   SCOPE,
+  type SigningKey,
 } from '@mcp-identity/oauth';
 import type { FastifyPluginAsync } from 'fastify';
-import { AccountStore, generatePassword } from './accounts.js';
+import { type Account, AccountStore, type Accounts, generatePassword } from './accounts.js';
+import { PostgresAccountStore } from './accounts-postgres.js';
 import { appLoginRoutes } from './app-login.js';
 import type { HttpAuth } from './http.js';
 
@@ -22,6 +24,11 @@ export const SIGNING_KEY_FILE = 'signing-key.json';
 export interface BuiltinAuthOptions {
   /** Holds `accounts.db` and `signing-key.json`. Default `.data/area-a`. */
   dataDir?: string;
+  /**
+   * PostgreSQL keeping the accounts and the signing key for every instance, instead of the
+   * data directory's files.
+   */
+  databaseUrl?: string;
   /** Fixes the issuer (scheme, host, path base); otherwise derived from each request. */
   publicUrl?: string;
   /** Trust `X-Forwarded-*`: for the issuer and for the client IP the rate limits count. */
@@ -41,7 +48,10 @@ export interface BuiltinAuthOptions {
   /** Lifetime of OAuth access tokens (default 300 s) and normal-login tokens (default 3600 s). */
   accessTokenTtlSeconds?: number;
   loginTokenTtlSeconds?: number;
-  /** Redis for the OAuth state (codes, clients, transactions, refresh tokens); else memory. */
+  /**
+   * Redis for the OAuth state (codes, clients, transactions, refresh tokens) and the login
+   * throttles' counters; else process memory.
+   */
   stateUrl?: string;
 }
 
@@ -50,8 +60,8 @@ export interface BuiltinAuthOptions {
  * `/mcp` and below only) and the routes of the authorization server and the normal login.
  */
 export interface BuiltinAuth extends HttpAuth {
-  /** Closes the account database. */
-  close(): void;
+  /** Closes the account database and the state store's connections. */
+  close(): Promise<void>;
 }
 
 /** The two lines announcing the first account; its password is never shown again. */
@@ -92,28 +102,15 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     paths: CORS_AUTH_PATHS,
     methods: ['GET', 'POST'],
   });
-  const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
-  const key = await loadOrCreateSigningKey(join(dataDir, SIGNING_KEY_FILE));
-  const accounts = AccountStore.open(dataDir);
-  try {
-    if (accounts.count() === 0) {
-      const password = generatePassword();
-      const account = await accounts.add(
-        options.initialAccountEmail ?? DEFAULT_ADMIN_EMAIL,
-        password,
-      );
-      (options.onInitialAccount ?? printInitialAccount)({ email: account.email, password });
-    }
-  } catch (error) {
-    accounts.close();
-    throw error;
-  }
+  const { accounts, key } = await openAccounts(options);
   const store = options.stateUrl ? new RedisOAuthStore(options.stateUrl) : undefined;
+  const throttles = options.stateUrl ? createRedisThrottles(options.stateUrl) : undefined;
   try {
-    await store?.ready();
+    await Promise.all([store?.ready(), throttles?.ready()]);
   } catch (error) {
-    accounts.close();
+    await accounts.close();
     await store?.close();
+    throttles?.close();
     const where = new URL(options.stateUrl as string).host;
     throw new Error(`cannot reach the OAuth state store (Redis at ${where})`, { cause: error });
   }
@@ -123,7 +120,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     algorithms: [key.alg],
     ...issuerOptions,
     // A removed account's access tokens stop working at once, not when they expire.
-    isSubjectActive: (subject) => accounts.findById(subject) !== undefined,
+    isSubjectActive: async (subject) => (await accounts.findById(subject)) !== undefined,
   });
   const routes: FastifyPluginAsync = async (app) => {
     // Added before the plugins below so that their routes inherit it; the OPTIONS routes give
@@ -137,6 +134,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     await app.register(oauthServer, {
       ...issuerOptions,
       ...(store ? { store } : {}),
+      ...(throttles ? { throttles: throttles.factory } : {}),
       applicationName: 'Arazzo MCP',
       // The application's login operation, remember-me false: it verifies and keeps nothing.
       login: async ({ email, password }) => {
@@ -148,7 +146,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
       // Every token request re-reads the account: `accounts remove` (from the CLI, another
       // process) ends the grant at its next refresh, which also revokes its refresh tokens.
       checkSubject: async ({ userId }) =>
-        accounts.findById(userId) === undefined
+        (await accounts.findById(userId)) === undefined
           ? { active: false }
           : { active: true, scopes: [SCOPE] },
       issueAccessToken: createAccessTokenIssuer(key, {
@@ -161,15 +159,51 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
       key,
       issuer: createIssuerResolver(issuerOptions),
       tokenTtlSeconds: options.loginTokenTtlSeconds,
+      throttles: throttles?.factory,
     });
   };
   return {
     guard,
     routes,
     trustProxy: issuerOptions.trustProxy,
-    close: () => {
-      accounts.close();
-      void store?.close();
+    close: async () => {
+      throttles?.close();
+      await Promise.all([accounts.close(), store?.close()]);
     },
   };
+}
+
+/**
+ * The accounts and signing key: in PostgreSQL when `databaseUrl` is set (shared by every
+ * instance), else in the data directory. Creates the first account when there is none.
+ */
+async function openAccounts(
+  options: BuiltinAuthOptions,
+): Promise<{ accounts: Accounts; key: SigningKey }> {
+  const email = options.initialAccountEmail ?? DEFAULT_ADMIN_EMAIL;
+  const password = generatePassword();
+  let accounts: Accounts | undefined;
+  try {
+    let first: Account | undefined;
+    let key: SigningKey;
+    if (options.databaseUrl !== undefined) {
+      const shared = await PostgresAccountStore.open(options.databaseUrl);
+      accounts = shared;
+      key = await shared.signingKey();
+      first = await shared.addFirst(email, password);
+    } else {
+      const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
+      key = await loadOrCreateSigningKey(join(dataDir, SIGNING_KEY_FILE));
+      const local = AccountStore.open(dataDir);
+      accounts = local;
+      if (local.count() === 0) first = await local.add(email, password);
+    }
+    if (first !== undefined) {
+      (options.onInitialAccount ?? printInitialAccount)({ email: first.email, password });
+    }
+    return { accounts, key };
+  } catch (error) {
+    await accounts?.close();
+    throw error;
+  }
 }

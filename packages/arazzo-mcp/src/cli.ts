@@ -9,7 +9,8 @@ import {
   normalizeOrigin,
   renderConfigHelp,
 } from '@mcp-identity/common';
-import { AccountError, AccountStore, generatePassword } from './accounts.js';
+import { AccountError, AccountStore, type Accounts, generatePassword } from './accounts.js';
+import { PostgresAccountStore } from './accounts-postgres.js';
 import { DEFAULT_ADMIN_EMAIL, DEFAULT_DATA_DIR, describeInitialAccount } from './builtin-auth.js';
 import {
   HEADER_NAME_PATTERN,
@@ -56,6 +57,13 @@ const dataDirField = defineConfig({
     description: 'Directory of the account database and the token signing key (--auth builtin)',
     env: 'ARAZZO_MCP_DATA_DIR',
     default: DEFAULT_DATA_DIR,
+  },
+  databaseUrl: {
+    type: 'string',
+    description:
+      'PostgreSQL URL (postgres:// or postgresql://) keeping the accounts and the signing key for every instance, instead of --data-dir (--auth builtin)',
+    env: 'ARAZZO_MCP_DATABASE_URL',
+    schema: { pattern: '^postgres(ql)?://' },
   },
 });
 
@@ -240,6 +248,7 @@ export type Command =
 
 export interface AccountsOptions {
   dataDir: string;
+  databaseUrl?: string;
   /** Absent only for `list`. */
   email?: string;
   passwordStdin: boolean;
@@ -264,6 +273,7 @@ export interface ServeOptions extends DocumentOptions {
   logLevel: string;
   auth: 'none' | 'builtin';
   dataDir: string;
+  databaseUrl?: string;
   publicUrl?: string;
   trustProxy: boolean;
   adminEmail: string;
@@ -336,6 +346,13 @@ function checkAuthOptions(options: ServeOptions): void {
   }
   if (options.stateUrl !== undefined && options.auth !== 'builtin') {
     problem('stateUrl', 'flag --state-url or env var ARAZZO_MCP_STATE_URL', 'needs --auth builtin');
+  }
+  if (options.databaseUrl !== undefined && options.auth !== 'builtin') {
+    problem(
+      'databaseUrl',
+      'flag --database-url or env var ARAZZO_MCP_DATABASE_URL',
+      'needs --auth builtin',
+    );
   }
   if (options.publicUrl !== undefined && !isHttpUrl(options.publicUrl)) {
     problem(
@@ -535,6 +552,7 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     options.auth === 'builtin'
       ? {
           dataDir: options.dataDir,
+          databaseUrl: options.databaseUrl,
           publicUrl: options.publicUrl,
           trustProxy: options.trustProxy,
           initialAccountEmail: options.adminEmail,
@@ -553,17 +571,20 @@ async function manageAccounts(
   options: AccountsOptions,
   io: CliIo,
 ): Promise<number> {
-  const store = AccountStore.open(options.dataDir);
+  const store: Accounts =
+    options.databaseUrl === undefined
+      ? AccountStore.open(options.dataDir)
+      : await PostgresAccountStore.open(options.databaseUrl);
   try {
     const email = options.email ?? '';
     switch (action) {
       case 'list':
-        for (const account of store.list()) {
+        for (const account of await store.list()) {
           io.out(`${account.email}\t${account.id}\t${account.createdAt}`);
         }
         return 0;
       case 'remove':
-        io.out(`Removed account ${store.remove(email).email}`);
+        io.out(`Removed account ${(await store.remove(email)).email}`);
         return 0;
       case 'add':
       case 'passwd': {
@@ -582,7 +603,7 @@ async function manageAccounts(
       }
     }
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

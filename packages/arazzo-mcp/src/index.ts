@@ -3,9 +3,11 @@ export {
   type AccountCheck,
   AccountError,
   AccountStore,
+  type Accounts,
   generatePassword,
   normalizeEmail,
 } from './accounts.js';
+export { PostgresAccountStore } from './accounts-postgres.js';
 export { type AppLoginOptions, appLoginRoutes, LOGIN_PATH, ME_PATH } from './app-login.js';
 export { type ArgumentReader, type ArgumentsResult, createArgumentReader } from './arguments.js';
 export {

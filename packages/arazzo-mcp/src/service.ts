@@ -130,7 +130,7 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
     });
     // Runs once in-flight requests have finished, whether closed by the caller or a signal.
     app.addHook('onClose', async () => {
-      auth?.close();
+      await auth?.close();
       await opened.close();
     });
     return await startServer(app, {
@@ -139,7 +139,7 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
       handleSignals: options.handleSignals,
     });
   } catch (error) {
-    auth?.close();
+    await auth?.close();
     await opened.close();
     throw error;
   }

@@ -54,6 +54,12 @@ export {
   registerCors,
 } from './origin.js';
 export { isS256Challenge, s256Challenge, verifyS256 } from './pkce.js';
+export {
+  isDatabaseUnavailable,
+  migrateSchema,
+  type SchemaMigrations,
+  type SqlSession,
+} from './postgres.js';
 export { isSensitiveKey, REDACTED, redactDeep, redactUrl } from './redact.js';
 export {
   isRedirectUriAllowed,
@@ -61,6 +67,7 @@ export {
   MAX_REDIRECT_URIS,
   redirectUriProblem,
 } from './redirect-uris.js';
+export { connectRedis, inRedis, redisReady, StateUnavailableError } from './redis.js';
 export {
   constantTimeEqual,
   hashSecret,
@@ -73,9 +80,15 @@ export { installSignalHandlers, onShutdown, type SignalOptions } from './shutdow
 export {
   FixedWindowThrottle,
   type FixedWindowThrottleOptions,
+  memoryThrottles,
   reserveAll,
+  reserveEach,
+  type Throttle,
   type ThrottleDecision,
+  type ThrottleFactory,
+  type ThrottleSpec,
 } from './throttle.js';
+export { createRedisThrottles, RedisThrottle, type RedisThrottles } from './throttle-redis.js';
 export {
   certificateAuthorityPath,
   ensureCertificateAuthority,

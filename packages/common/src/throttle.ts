@@ -1,5 +1,29 @@
-/** The answer of `FixedWindowThrottle.reserve`. */
+/** The answer of `Throttle.reserve`. */
 export type ThrottleDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/**
+ * A per-key attempt counter with reserve-before-check semantics, in process memory
+ * (`FixedWindowThrottle`) or shared by every instance (`RedisThrottle`). Callers await every
+ * method: a shared counter answers asynchronously.
+ */
+export interface Throttle {
+  /** Counts one attempt for `key`, or refuses it (without counting) when the window is full. */
+  reserve(key: string): ThrottleDecision | Promise<ThrottleDecision>;
+  /** Gives back one attempt reserved in the current window (one that turned out not to count). */
+  release(key: string): void | Promise<void>;
+  /** Forgets every attempt of `key`. */
+  reset(key: string): void | Promise<void>;
+}
+
+/** What a throttle counts: `name` tells counters of different purposes apart. */
+export interface ThrottleSpec {
+  name: string;
+  limit: number;
+  windowMs: number;
+}
+
+/** Makes the throttles of a component, so a host can choose where they count. */
+export type ThrottleFactory = (spec: ThrottleSpec) => Throttle;
 
 export interface FixedWindowThrottleOptions {
   /** Attempts a key may reserve per window. */
@@ -33,7 +57,7 @@ function positiveInteger(name: string, value: number): number {
  * all pass a limit smaller than N; a caller whose attempt should not count (a successful
  * login) gives it back with `release` or clears the key with `reset`.
  */
-export class FixedWindowThrottle {
+export class FixedWindowThrottle implements Throttle {
   readonly #windows = new Map<string, Window>();
   readonly #limit: number;
   readonly #windowMs: number;
@@ -122,4 +146,25 @@ export function reserveAll(
     taken.push([throttle, key]);
   }
   return { allowed: true };
+}
+
+/** `reserveAll` for throttles of any kind, shared ones included. */
+export async function reserveEach(
+  reservations: ReadonlyArray<readonly [throttle: Throttle, key: string]>,
+): Promise<ThrottleDecision> {
+  const taken: Array<readonly [Throttle, string]> = [];
+  for (const [throttle, key] of reservations) {
+    const decision = await throttle.reserve(key);
+    if (!decision.allowed) {
+      await Promise.all(taken.map(([t, k]) => t.release(k)));
+      return decision;
+    }
+    taken.push([throttle, key]);
+  }
+  return { allowed: true };
+}
+
+/** The default factory: counters in process memory. */
+export function memoryThrottles(clock?: () => number): ThrottleFactory {
+  return ({ limit, windowMs }) => new FixedWindowThrottle({ limit, windowMs, clock });
 }

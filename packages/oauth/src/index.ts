@@ -7,7 +7,9 @@ export { createIssuerResolver } from './issuer.js';
 export type { SigningAlgorithm, SigningKey, SignTokenRequest } from './keys.js';
 export {
   createAccessTokenIssuer,
+  generatePrivateJwk,
   generateSigningKey,
+  importSigningKey,
   loadOrCreateSigningKey,
   publicJwks,
   signToken,

@@ -18,7 +18,11 @@ export interface SigningKey {
   publicJwk: JWK;
 }
 
-async function fromPrivateJwk(alg: SigningAlgorithm, privateJwk: JWK): Promise<SigningKey> {
+/** The signing key of a private JWK, for a host that keeps its key itself (a shared database). */
+export async function importSigningKey(
+  alg: SigningAlgorithm,
+  privateJwk: JWK,
+): Promise<SigningKey> {
   const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicPart } = privateJwk;
   const kid = await calculateJwkThumbprint(publicPart);
   const privateKey = (await importJWK(privateJwk, alg)) as CryptoKey;
@@ -26,9 +30,14 @@ async function fromPrivateJwk(alg: SigningAlgorithm, privateJwk: JWK): Promise<S
   return { alg, kid, privateKey, publicKey, publicJwk: { ...publicPart, kid, alg, use: 'sig' } };
 }
 
-export async function generateSigningKey(alg: SigningAlgorithm = 'ES256'): Promise<SigningKey> {
+/** A new private key as a JWK, to be stored (a file, a database) and imported. */
+export async function generatePrivateJwk(alg: SigningAlgorithm = 'ES256'): Promise<JWK> {
   const { privateKey } = await generateKeyPair(alg, { extractable: true });
-  return fromPrivateJwk(alg, await exportJWK(privateKey));
+  return exportJWK(privateKey);
+}
+
+export async function generateSigningKey(alg: SigningAlgorithm = 'ES256'): Promise<SigningKey> {
+  return importSigningKey(alg, await generatePrivateJwk(alg));
 }
 
 interface KeyFile {
@@ -64,17 +73,16 @@ export async function loadOrCreateSigningKey(
   if (text !== undefined) {
     const parsed: unknown = JSON.parse(text);
     if (!isKeyFile(parsed)) throw new Error(`${file} is not a signing key file`);
-    return { ...(await fromPrivateJwk(parsed.alg, parsed.privateJwk)), created: false };
+    return { ...(await importSigningKey(parsed.alg, parsed.privateJwk)), created: false };
   }
-  const { privateKey } = await generateKeyPair(alg, { extractable: true });
-  const privateJwk = await exportJWK(privateKey);
+  const privateJwk = await generatePrivateJwk(alg);
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, JSON.stringify({ alg, privateJwk } satisfies KeyFile), {
     mode: 0o600,
   });
   await rename(temporary, file);
-  return { ...(await fromPrivateJwk(alg, privateJwk)), created: true };
+  return { ...(await importSigningKey(alg, privateJwk)), created: true };
 }
 
 /** The JWKS document publishing the public halves of `keys`. */

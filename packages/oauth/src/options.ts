@@ -1,3 +1,4 @@
+import { memoryThrottles, type ThrottleFactory } from '@mcp-identity/common';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import type { OAuthStore } from './store.js';
@@ -93,6 +94,11 @@ export interface OAuthServerOptions {
   /** Shown on the login page. */
   applicationName?: string;
   store?: OAuthStore;
+  /**
+   * Where the rate limits and login throttles count. Default: process memory; instances
+   * behind a load balancer share one Redis (`createRedisThrottles`).
+   */
+  throttles?: ThrottleFactory;
   clock?: Clock;
   limits?: Partial<OAuthLimits>;
   /** Lifetime of refresh tokens (each rotation starts a new one). Default 14 days. */
@@ -106,6 +112,7 @@ export interface ResolvedOptions {
   jwks: (() => Promise<{ keys: object[] }>) | undefined;
   applicationName: string;
   store: OAuthStore;
+  throttles: ThrottleFactory;
   clock: Clock;
   limits: OAuthLimits;
   refreshTokenTtlMs: number;
@@ -141,6 +148,7 @@ export function resolveOptions(options: OAuthServerOptions): ResolvedOptions {
     jwks: options.jwks,
     applicationName: options.applicationName ?? 'MCP server',
     store: options.store ?? new MemoryOAuthStore(),
+    throttles: options.throttles ?? memoryThrottles(options.clock ?? systemClock),
     clock: options.clock ?? systemClock,
     limits,
     refreshTokenTtlMs:

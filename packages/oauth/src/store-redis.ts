@@ -1,5 +1,5 @@
-import { once } from 'node:events';
-import { Redis } from 'ioredis';
+import { connectRedis, inRedis, redisReady } from '@mcp-identity/common';
+import type { Redis } from 'ioredis';
 import type {
   AuthorizationCodeEntry,
   AuthorizationTransaction,
@@ -10,14 +10,7 @@ import type {
   RegisteredClient,
 } from './store.js';
 
-/** Redis cannot be reached: the endpoints answer 503 rather than guess. */
-export class StateUnavailableError extends Error {
-  readonly statusCode = 503;
-  constructor(cause: unknown) {
-    super('the OAuth state store is unavailable', { cause });
-    this.name = 'StateUnavailableError';
-  }
-}
+export { StateUnavailableError } from '@mcp-identity/common';
 
 /**
  * Deletes every refresh token of a family and the family itself. Shared by the scripts below,
@@ -108,15 +101,7 @@ export class RedisOAuthStore implements OAuthStore {
     url: string,
     private readonly prefix = 'mcp-identity:oauth:',
   ) {
-    const redis = new Redis(url, {
-      // Fail at once while disconnected instead of queueing requests behind a dead server.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2_000,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-    });
-    // Reconnection is automatic; an unhandled 'error' event would end the process.
-    redis.on('error', () => undefined);
+    const redis = connectRedis(url);
     redis.defineCommand('consumeCode', { numberOfKeys: 2, lua: CONSUME_CODE });
     redis.defineCommand('rotateRefresh', { numberOfKeys: 1, lua: ROTATE_REFRESH });
     redis.defineCommand('revokeFamily', { numberOfKeys: 0, lua: REVOKE });
@@ -125,16 +110,11 @@ export class RedisOAuthStore implements OAuthStore {
 
   /** Resolves once connected; rejects after `timeoutMs` (to fail early at start-up). */
   async ready(timeoutMs = 5_000): Promise<void> {
-    if (this.redis.status === 'ready') return;
-    await this.call(() => once(this.redis, 'ready', { signal: AbortSignal.timeout(timeoutMs) }));
+    await redisReady(this.redis, timeoutMs);
   }
 
-  private async call<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      throw new StateUnavailableError(error);
-    }
+  private call<T>(operation: () => Promise<T>): Promise<T> {
+    return inRedis(operation);
   }
 
   private key(kind: string, id: string): string {

@@ -8,6 +8,11 @@ const REGISTER_SOURCES = fileURLToPath(new URL('./register-sources.mjs', import.
 /** Node arguments that run the `arazzo-mcp` command from its TypeScript sources. */
 export const BIN_ARGS: readonly string[] = ['--import', 'tsx', '--import', REGISTER_SOURCES, BIN];
 
+/** Node arguments that run the built command (`npx tsc -b` first), as it is deployed. */
+export const DIST_BIN_ARGS: readonly string[] = [
+  fileURLToPath(new URL('../../dist/bin.js', import.meta.url)),
+];
+
 export interface ServedBin {
   /** Base URL (no `/mcp`). */
   url: string;
@@ -21,8 +26,9 @@ export interface ServedBin {
 export function spawnServe(
   args: readonly string[],
   env: Record<string, string>,
+  bin: readonly string[] = BIN_ARGS,
 ): Promise<ServedBin> {
-  const child = spawn(process.execPath, [...BIN_ARGS, 'serve', ...args], {
+  const child = spawn(process.execPath, [...bin, 'serve', ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
   });
   let stdout = '';

@@ -1,10 +1,9 @@
 import {
   AUTHORIZATION_REQUEST_PARAMETERS,
-  FixedWindowThrottle,
   isRedirectUriAllowed,
   isS256Challenge,
   randomToken,
-  reserveAll,
+  reserveEach,
   sha256Base64Url,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -116,29 +115,31 @@ function loginFailureMessage(reason: LoginFailureReason): string {
 
 export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const windowMs = ctx.limits.loginThrottleWindowSeconds * 1000;
-  const clock = ctx.clock;
-  const accountAttempts = new FixedWindowThrottle({
+  const accountAttempts = ctx.throttles({
+    name: 'login-account',
     limit: ctx.limits.loginFailuresPerAccount,
     windowMs,
-    clock,
   });
-  const ipAttempts = new FixedWindowThrottle({
+  const ipAttempts = ctx.throttles({
+    name: 'login-ip',
     limit: ctx.limits.loginFailuresPerIp,
     windowMs,
-    clock,
   });
-  const perIp = new FixedWindowThrottle({
+  const perIp = ctx.throttles({
+    name: 'authorize-ip',
     limit: ctx.limits.authorizeRequestsPerIpPerMinute,
     windowMs: 60_000,
-    clock,
   });
 
   const invalidRequest = (reply: FastifyReply, message: string) =>
     sendHtml(reply, 400, renderErrorPage('Invalid authorization request', message));
 
   /** Bounds unauthenticated work: authorize requests per client IP. */
-  function rateLimited(request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
-    const decision = perIp.reserve(request.ip);
+  async function rateLimited(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply | undefined> {
+    const decision = await perIp.reserve(request.ip);
     if (decision.allowed) return undefined;
     reply.header('retry-after', String(decision.retryAfterSeconds));
     return sendHtml(
@@ -202,7 +203,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
   }
 
   app.get('/oauth/authorize', async (request, reply) => {
-    const limited = rateLimited(request, reply);
+    const limited = await rateLimited(request, reply);
     if (limited !== undefined) return limited;
     const validation = await validateAuthorize(request.query, ctx.issuer(request), ctx);
     if (!validation.ok) return invalidRequest(reply, validation.message);
@@ -235,7 +236,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
   }
 
   app.post('/oauth/authorize', async (request, reply) => {
-    const limited = rateLimited(request, reply);
+    const limited = await rateLimited(request, reply);
     if (limited !== undefined) return limited;
     const issuer = ctx.issuer(request);
     const validation = await validateAuthorize(request.body, issuer, ctx);
@@ -262,7 +263,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     const account = email.value.trim().toLowerCase();
     // The attempt counts before the slow password check, so concurrent guesses cannot all be
     // evaluated; only a success or a failure of the host's own gives it back.
-    const attempt = reserveAll([
+    const attempt = await reserveEach([
       [accountAttempts, account],
       [ipAttempts, request.ip],
     ]);
@@ -277,8 +278,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     try {
       result = await ctx.login({ email: email.value, password: password.value });
     } catch (error) {
-      accountAttempts.release(account);
-      ipAttempts.release(request.ip);
+      await Promise.all([accountAttempts.release(account), ipAttempts.release(request.ip)]);
       request.log.error({ err: error }, 'login hook failed');
       return showLoginForm(reply, authorize, 503, {
         email: email.value,
@@ -291,8 +291,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
         error: loginFailureMessage(result.reason),
       });
     }
-    accountAttempts.reset(account);
-    ipAttempts.release(request.ip);
+    await Promise.all([accountAttempts.reset(account), ipAttempts.release(request.ip)]);
     const now = ctx.clock();
     await ctx.store.pruneExpired(now);
     const code = randomToken(32);

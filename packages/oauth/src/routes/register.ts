@@ -1,5 +1,4 @@
 import {
-  FixedWindowThrottle,
   MAX_REDIRECT_URIS,
   oauthError,
   randomToken,
@@ -53,10 +52,10 @@ export async function registerRegistrationRoute(
   app: FastifyInstance,
   ctx: ServerContext,
 ): Promise<void> {
-  const perIp = new FixedWindowThrottle({
+  const perIp = ctx.throttles({
+    name: 'register-ip',
     limit: ctx.limits.registrationsPerIpPerHour,
     windowMs: 3_600_000,
-    clock: ctx.clock,
   });
   // Its own context: the body is read as text whatever the content type, so the spec's
   // "only when the content type contains application/json" rule is ours to apply.
@@ -66,7 +65,7 @@ export async function registerRegistrationRoute(
       done(null, body);
     });
     scope.post('/oauth/register', async (request, reply) => {
-      const decision = perIp.reserve(request.ip);
+      const decision = await perIp.reserve(request.ip);
       if (!decision.allowed) {
         reply.header('retry-after', String(decision.retryAfterSeconds));
         return oauthError(

@@ -1,10 +1,4 @@
-import {
-  FixedWindowThrottle,
-  oauthError,
-  randomToken,
-  sha256Base64Url,
-  verifyS256,
-} from '@mcp-identity/common';
+import { oauthError, randomToken, sha256Base64Url, verifyS256 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
@@ -38,10 +32,10 @@ function required<K extends string>(body: unknown, names: readonly K[]): Params<
 }
 
 export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): void {
-  const perIp = new FixedWindowThrottle({
+  const perIp = ctx.throttles({
+    name: 'token-ip',
     limit: ctx.limits.tokenRequestsPerIpPerMinute,
     windowMs: 60_000,
-    clock: ctx.clock,
   });
 
   /** RFC 8707: a `resource` other than this server's MCP endpoint is refused before any state changes. */
@@ -192,7 +186,7 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
   }
 
   app.post('/oauth/token', async (request, reply) => {
-    const decision = perIp.reserve(request.ip);
+    const decision = await perIp.reserve(request.ip);
     if (!decision.allowed) {
       reply.header('retry-after', String(decision.retryAfterSeconds));
       return oauthError(reply, 429, 'too_many_requests', 'Too many token requests; slow down.');
