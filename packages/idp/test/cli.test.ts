@@ -21,6 +21,18 @@ async function run(args: string[]): Promise<{ code: number; output: string }> {
 describe('idp apps and keys commands', () => {
   afterEach(() => vi.restoreAllMocks());
 
+  it('issues client ids a command line never reads as an option (letters and digits only)', async () => {
+    const data = openIdpData(tempDir());
+    try {
+      for (let i = 0; i < 40; i += 1) {
+        const { app } = await data.apps.create({ name: `app-${i}`, public: true });
+        expect(app.clientId).toMatch(/^[A-Za-z0-9]{24}$/);
+      }
+    } finally {
+      data.close();
+    }
+  });
+
   it('creates, lists, rotates the secret of and deletes an application', async () => {
     const dataDir = tempDir();
     const created = await run([

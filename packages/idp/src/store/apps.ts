@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   constantTimeEqual,
   hashSecret,
@@ -7,6 +8,23 @@ import {
   verifySecret,
 } from '@mcp-identity/common';
 import type { Db } from './db.js';
+
+/**
+ * Client ids are letters and digits only, as WSO2 issues them: a base64url id may begin with
+ * `-`, which a command line then reads as an option (`idp apps rotate-secret -Lx…`).
+ * 24 characters of 62 carry about 143 bits.
+ */
+function newClientId(): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  let id = '';
+  while (id.length < 24) {
+    for (const byte of randomBytes(32)) {
+      // 248 = 4 × 62: bytes above it are dropped so every character is equally likely.
+      if (byte < 248 && id.length < 24) id += alphabet[byte % 62];
+    }
+  }
+  return id;
+}
 
 export type GrantType = 'client_credentials' | 'authorization_code' | 'refresh_token';
 
@@ -94,7 +112,7 @@ export class AppStore {
     }
     if (!input.name.trim()) throw new AppError('Application name is required');
     checkRedirectUris(input.redirectUris);
-    const clientId = input.clientId ?? randomToken(18);
+    const clientId = input.clientId ?? newClientId();
     if (this.get(clientId)) throw new AppError(`Application with client id ${clientId} exists`);
     const clientSecret = input.public ? undefined : (input.clientSecret ?? randomToken(32));
     const secretHash = clientSecret === undefined ? null : await hashSecret(clientSecret);
