@@ -26,7 +26,8 @@ const WORKFLOWS = join(REPOSITORY, 'workflows', 'scim', 'scim.arazzo.yaml');
  * The suite's server scenarios that apply to `serve --auth builtin` with the SCIM workflows.
  * Not applicable (test/conformance.test.ts lists them with the reason): the scenarios of
  * capabilities the server does not declare (logging, completions, resources, prompts), those
- * that call the suite's own fixture tools (tools-call-*, json-schema-2020-12, elicitation-*),
+ * that call the suite's own fixture tools (tools-call-*, json-schema-2020-12, elicitation-*,
+ * server-sse-polling),
  * the 2026-07-28 draft's and the extensions' (tasks-*, sep-2640-*).
  */
 export const SERVER_SCENARIOS = [
@@ -34,7 +35,6 @@ export const SERVER_SCENARIOS = [
   'server-session-lifecycle',
   'ping',
   'tools-list',
-  'server-sse-polling',
   'server-sse-multiple-streams',
   'dns-rebinding-protection',
 ];

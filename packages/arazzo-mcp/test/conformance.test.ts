@@ -17,16 +17,16 @@ import {
  * `npm run conformance`, minus its authorization scenarios (which need a fixed callback port).
  *
  * Applicable, and passing: server-initialize, server-session-lifecycle, ping, tools-list,
- * server-sse-polling, server-sse-multiple-streams, dns-rebinding-protection.
+ * server-sse-multiple-streams, dns-rebinding-protection.
  *
  * Not applicable:
  * - logging-set-level, completion-complete, resources-*, prompts-*: the server declares only
  *   the `tools` capability (MCP lifecycle: a client must not use undeclared capabilities).
  * - tools-call-simple-text, -image, -audio, -embedded-resource, -mixed-content, -with-logging,
  *   -error, -with-progress, -sampling, -elicitation, json-schema-2020-12,
- *   elicitation-sep1034-defaults, elicitation-sep1330-enums: they call the suite's own fixture
- *   tools (`test_simple_text`, …), which only its reference server has; our tools are the
- *   workflows'.
+ *   elicitation-sep1034-defaults, elicitation-sep1330-enums, server-sse-polling: they call the
+ *   suite's own fixture tools (`test_simple_text`, `test_reconnection`, …), which only its
+ *   reference server has; our tools are the workflows'.
  * - server-stateless, caching, http-header-validation, http-custom-header-server-validation,
  *   sep-2164-resource-not-found, input-required-result-*: the 2026-07-28 draft, which the
  *   server does not speak (it negotiates 2025-06-18 and 2025-11-25).

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { decodeJwt } from 'jose';
 import { fetch as undiciFetch } from 'undici';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProgress } from '../src/progress.js';
 import {
   callToolThroughGateway,
@@ -150,3 +150,72 @@ describeBrowser(
     trustedCertificates: [selfSignedCertificateFiles(stack.layout.idp.dataDir).certPath],
   }),
 );
+
+// MCP Inspector's web UI (0.15, the version npx resolves on Node 20) runs discovery,
+// registration and the token request from the page at http://localhost:6274, so each of
+// those endpoints, and /mcp, must answer its CORS preflight and expose the challenge.
+describe('CORS for a browser-based client (MCP Inspector at http://localhost:6274)', () => {
+  const origin = 'http://localhost:6274';
+  const fetchCa = () => fetchTrustingStackCa();
+
+  async function endpoints(): Promise<Array<[string, 'GET' | 'POST']>> {
+    const { layout } = stack;
+    const metadataOf = async (url: string) =>
+      (await (await fetchCa()(url)).json()) as Record<string, string>;
+    const idpMetadata = await metadataOf(
+      `${layout.idp.url}/.well-known/oauth-authorization-server/oauth2/token`,
+    );
+    const areaAMetadata = await metadataOf(
+      `${layout.areaA.url}/.well-known/oauth-authorization-server`,
+    );
+    return [
+      [layout.gateway.prmUrl, 'GET'],
+      [layout.gateway.mcpUrl, 'POST'],
+      [layout.gateway.plainMcpUrl, 'POST'],
+      [`${layout.idp.url}/.well-known/oauth-authorization-server/oauth2/token`, 'GET'],
+      [idpMetadata.registration_endpoint ?? '', 'POST'],
+      [idpMetadata.token_endpoint ?? '', 'POST'],
+      [`${layout.areaA.url}/.well-known/oauth-protected-resource`, 'GET'],
+      [`${layout.areaA.url}/.well-known/oauth-authorization-server`, 'GET'],
+      [areaAMetadata.registration_endpoint ?? '', 'POST'],
+      [areaAMetadata.token_endpoint ?? '', 'POST'],
+      [layout.areaA.mcpUrl, 'POST'],
+    ];
+  }
+
+  it('answers every discovery, registration, token and MCP endpoint’s preflight', async () => {
+    for (const [url, method] of await endpoints()) {
+      const preflight = await fetchCa()(url, {
+        method: 'OPTIONS',
+        headers: {
+          origin,
+          'access-control-request-method': method,
+          'access-control-request-headers': 'authorization, content-type, mcp-protocol-version',
+        },
+      });
+      expect(preflight.status, url).toBeLessThan(300);
+      expect(preflight.headers.get('access-control-allow-origin'), url).toBe(origin);
+      const allowed = (preflight.headers.get('access-control-allow-methods') ?? '').toUpperCase();
+      expect(allowed, url).toContain(method);
+    }
+  });
+
+  it('lets the page read the 401 challenge of both MCP endpoints', async () => {
+    for (const url of [stack.layout.gateway.mcpUrl, stack.layout.areaA.mcpUrl]) {
+      const response = await fetchCa()(url, {
+        method: 'POST',
+        headers: {
+          origin,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+      expect(response.status, url).toBe(401);
+      expect(response.headers.get('access-control-allow-origin'), url).toBe(origin);
+      expect(response.headers.get('access-control-expose-headers')?.toLowerCase(), url).toContain(
+        'www-authenticate',
+      );
+    }
+  });
+});
