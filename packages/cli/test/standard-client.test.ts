@@ -134,10 +134,30 @@ describeBrowser(
         expect(users.map((user) => user.userName)).toEqual(['alice']);
         const aliceId = users[0]?.id ?? '';
 
-        // The SDK tries to upscope once (a refresh cannot widen the role's scopes) and gives up.
+        // The gateway refuses with the scope the tool needs; the SDK tries to upscope once (a
+        // refresh cannot widen what the role grants) and gives up.
+        const refused = await fetch(mcpUrl, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${provider.current?.access_token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 'delete',
+            method: 'tools/call',
+            params: { name: 'delete_user', arguments: { userId: aliceId } },
+          }),
+        });
+        expect(refused.status).toBe(403);
+        const challenge = refused.headers.get('www-authenticate') ?? '';
+        expect(challenge).toMatch(/^Bearer /);
+        expect(challenge).toContain('error="insufficient_scope"');
+        expect(challenge).toContain('scope="internal_user_mgt_delete"');
         await expect(
           client.callTool({ name: 'delete_user', arguments: { userId: aliceId } }),
-        ).rejects.toThrow(/403/);
+        ).rejects.toThrow(/403 after trying upscoping/);
         expect(await searchAsClientApp('alice')).toEqual([
           expect.objectContaining({ id: aliceId }),
         ]);
