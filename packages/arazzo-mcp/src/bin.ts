@@ -3,11 +3,13 @@ import { text } from 'node:stream/consumers';
 import { runMain } from '@mcp-identity/common';
 import { runCli } from './cli.js';
 
-runMain(() =>
-  runCli(process.argv.slice(2), {
-    out: (line) => process.stdout.write(`${line}\n`),
-    err: (line) => process.stderr.write(`${line}\n`),
-    env: process.env,
-    readStdin: () => text(process.stdin),
-  }),
+runMain(
+  () =>
+    runCli(process.argv.slice(2), {
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`),
+      env: process.env,
+      readStdin: () => text(process.stdin),
+    }),
+  { entryPoint: import.meta.url },
 );

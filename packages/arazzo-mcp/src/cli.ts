@@ -209,7 +209,7 @@ Usage:
                                                   manage the accounts of --auth builtin; without
                                                   --password-stdin a password is generated and
                                                   printed once
-  arazzo-mcp --help
+  arazzo-mcp --help | --version
 
 Options of serve (flags win over environment variables, which win over defaults):
 ${renderConfigHelp(serveFields)}

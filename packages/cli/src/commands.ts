@@ -99,7 +99,8 @@ Commands:
   gateway <args>          the gateway's own command
   arazzo-mcp <args>       the Arazzo MCP server's own command
 
-Run "mcp-identity <command> --help" for a command's options.`;
+Run "mcp-identity <command> --help" for a command's options, "mcp-identity --version" for the
+version.`;
 
 export interface Io {
   out: NodeJS.WritableStream;

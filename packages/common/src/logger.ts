@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { type Logger, type LoggerOptions, pino } from 'pino';
 import { redactDeep, redactUrl } from './redact.js';
 
@@ -8,7 +9,10 @@ export interface LoggerSettings {
   name?: string;
   /** pino level; defaults to LOG_LEVEL or `info`. */
   level?: string;
-  /** Human-readable output; defaults to true when stdout is a terminal. */
+  /**
+   * Human-readable output; defaults to true when stdout is a terminal. Needs the optional
+   * `pino-pretty` package: without it the logger writes JSON lines.
+   */
   pretty?: boolean;
   /** Where JSON lines go; defaults to stdout. Ignored when pretty. */
   destination?: pino.DestinationStream;
@@ -28,7 +32,7 @@ interface RequestLike {
  * credential query parameters, so a careless log call cannot leak a token.
  */
 export function createLogger(settings: LoggerSettings = {}): Logger {
-  const pretty = settings.pretty ?? process.stdout.isTTY === true;
+  const pretty = (settings.pretty ?? process.stdout.isTTY === true) && prettyPrinterInstalled();
   const options: LoggerOptions = {
     name: settings.name,
     level: settings.level ?? process.env.LOG_LEVEL ?? 'info',
@@ -56,4 +60,14 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
     });
   }
   return settings.destination ? pino(options, settings.destination) : pino(options);
+}
+
+/** pino-pretty is a development convenience, not a runtime dependency of the services. */
+function prettyPrinterInstalled(): boolean {
+  try {
+    createRequire(import.meta.url).resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
 }

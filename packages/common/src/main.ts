@@ -1,11 +1,24 @@
+import { readFileSync } from 'node:fs';
 import { ConfigError } from './config.js';
+
+export interface MainOptions {
+  /**
+   * `import.meta.url` of the command's compiled entry point (`dist/bin.js`): `--version` as the
+   * first argument then prints the version of the package that holds it and exits 0.
+   */
+  entryPoint?: string;
+}
 
 /**
  * Runs a command's main function: a configuration problem prints its message
  * and exits 2; any other failure prints one line (no stack trace unless DEBUG
  * is set) and exits 1. A numeric return value becomes the exit code.
  */
-export function runMain(main: () => Promise<unknown>): void {
+export function runMain(main: () => Promise<unknown>, options: MainOptions = {}): void {
+  if (options.entryPoint !== undefined && process.argv[2] === '--version') {
+    process.stdout.write(`${packageVersion(options.entryPoint)}\n`);
+    return;
+  }
   main().then(
     (code) => {
       if (typeof code === 'number') process.exitCode = code;
@@ -22,4 +35,10 @@ export function runMain(main: () => Promise<unknown>): void {
       process.exit(1);
     },
   );
+}
+
+/** The version in the package.json one folder above a compiled entry point. */
+function packageVersion(entryPoint: string): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', entryPoint), 'utf8'));
+  return String(manifest.version);
 }

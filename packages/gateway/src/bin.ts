@@ -14,6 +14,7 @@ const USAGE = `Usage:
   gateway migrate --data-dir <dir> [--database-url <postgres://...>]
                                    (copies a SQLite data directory's proxies and generated admin
                                     into PostgreSQL; safe to run again)
+  gateway --version                (prints the version)
 `;
 
 function workerCount(flag: string | undefined): number {
@@ -58,37 +59,40 @@ async function readStdin(): Promise<string> {
     .replace(/\r?\n$/, '');
 }
 
-runMain(async () => {
-  const [command, ...rest] = process.argv.slice(2);
-  if (command === 'hash-password') {
-    const password = await readStdin();
-    if (!password) {
-      process.stderr.write('no password on stdin\n');
-      return 2;
+runMain(
+  async () => {
+    const [command, ...rest] = process.argv.slice(2);
+    if (command === 'hash-password') {
+      const password = await readStdin();
+      if (!password) {
+        process.stderr.write('no password on stdin\n');
+        return 2;
+      }
+      process.stdout.write(`${await hashSecret(password)}\n`);
+      return 0;
     }
-    process.stdout.write(`${await hashSecret(password)}\n`);
-    return 0;
-  }
-  if (command === 'migrate') return migrate(rest);
-  if (command !== 'serve') {
-    process.stderr.write(USAGE);
-    return command === undefined || command === '--help' || command === 'help' ? 0 : 2;
-  }
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      config: { type: 'string', short: 'c' },
-      'data-dir': { type: 'string' },
-      'database-url': { type: 'string' },
-      workers: { type: 'string' },
-    },
-    strict: true,
-  });
-  const options: GatewayOptions = { handleSignals: true, guardProcess: true };
-  if (values.config) options.configFile = values.config;
-  if (values['data-dir']) options.dataDir = values['data-dir'];
-  const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
-  if (databaseUrl) options.databaseUrl = databaseUrl;
-  await serveGateway(options, workerCount(values.workers));
-  return undefined;
-});
+    if (command === 'migrate') return migrate(rest);
+    if (command !== 'serve') {
+      process.stderr.write(USAGE);
+      return command === undefined || command === '--help' || command === 'help' ? 0 : 2;
+    }
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        config: { type: 'string', short: 'c' },
+        'data-dir': { type: 'string' },
+        'database-url': { type: 'string' },
+        workers: { type: 'string' },
+      },
+      strict: true,
+    });
+    const options: GatewayOptions = { handleSignals: true, guardProcess: true };
+    if (values.config) options.configFile = values.config;
+    if (values['data-dir']) options.dataDir = values['data-dir'];
+    const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
+    if (databaseUrl) options.databaseUrl = databaseUrl;
+    await serveGateway(options, workerCount(values.workers));
+    return undefined;
+  },
+  { entryPoint: import.meta.url },
+);

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { VerifiedToken } from './auth/verifier.js';
 import type { McpCall } from './jsonrpc.js';
 import { unauthenticated } from './policies/challenge.js';
-import type { Exchange, Refusal } from './policies/policy.js';
+import type { AuthOutcome, Exchange, Refusal } from './policies/policy.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 
 export type Decision =
@@ -20,20 +20,39 @@ const AUTHENTICATION_REQUIRED = {
   message: 'Unauthorized: authentication required for this MCP capability',
 };
 
-/** One audit record per MCP request; never holds a token. */
-export interface AuditRecord {
-  proxy: string;
-  httpMethod: string;
-  method: string;
-  tool?: string;
-  subject?: string;
-  clientId?: string;
-  decision: Decision;
-  missingScopes?: readonly string[];
+/**
+ * One audit record per MCP request; never holds a token. A class rather than a plain object:
+ * every record has the same shape (fields absent from a request stay undefined and are left out
+ * of the JSON line), and the logger's key-based redaction (`redactDeep` in common) walks plain
+ * objects only — none of these fixed keys can name a credential, so it has nothing to do here.
+ */
+export class AuditRecord {
+  readonly proxy: string;
+  readonly httpMethod: string;
+  readonly method: string;
+  readonly decision: Decision;
+  readonly latencyMs: number;
+  tool: string | undefined = undefined;
+  subject: string | undefined = undefined;
+  clientId: string | undefined = undefined;
   /** Why a request was refused (never the token itself). */
-  reason?: string;
-  upstreamStatus?: number;
-  latencyMs: number;
+  reason: string | undefined = undefined;
+  missingScopes: readonly string[] | undefined = undefined;
+  upstreamStatus: number | undefined = undefined;
+
+  constructor(
+    proxy: string,
+    httpMethod: string,
+    method: string,
+    decision: Decision,
+    latencyMs: number,
+  ) {
+    this.proxy = proxy;
+    this.httpMethod = httpMethod;
+    this.method = method;
+    this.decision = decision;
+    this.latencyMs = latencyMs;
+  }
 }
 
 /** One request to `<context>/mcp`: what policies see, and what the audit line records. */
@@ -45,7 +64,9 @@ export class McpExchange implements Exchange {
   missingScopes: readonly string[] | undefined = undefined;
   upstreamStatus: number | undefined = undefined;
   readonly started = performance.now();
-  private authentication: Promise<Refusal | undefined> | undefined = undefined;
+  /** The caller's authentication once it ran: its refusal, if any (or null for none yet). */
+  private authentication: Refusal | undefined | null = null;
+  private pendingAuthentication: Promise<Refusal | undefined> | undefined = undefined;
   private urls: ResourceUrls | undefined = undefined;
 
   constructor(
@@ -70,9 +91,23 @@ export class McpExchange implements Exchange {
     return this.runtime.scopesSupported;
   }
 
-  authenticate(): Promise<Refusal | undefined> {
-    this.authentication ??= this.runAuthentication();
-    return this.authentication;
+  authenticate(): Refusal | undefined | Promise<Refusal | undefined> {
+    if (this.authentication !== null) return this.authentication;
+    if (this.pendingAuthentication) return this.pendingAuthentication;
+    const { authenticator } = this.runtime;
+    if (!authenticator) {
+      return this.authenticated({
+        refusal: unauthenticated(
+          this,
+          'governed call without an mcp-auth policy',
+          AUTHENTICATION_REQUIRED,
+        ),
+      });
+    }
+    const outcome = authenticator.authenticate(this);
+    if (!(outcome instanceof Promise)) return this.authenticated(outcome);
+    this.pendingAuthentication = outcome.then((settled) => this.authenticated(settled));
+    return this.pendingAuthentication;
   }
 
   callerKey(): string {
@@ -88,13 +123,13 @@ export class McpExchange implements Exchange {
   }
 
   auditRecord(): AuditRecord {
-    const record: AuditRecord = {
-      proxy: this.runtime.id,
-      httpMethod: this.httpMethod,
-      method: this.call ? this.call.method || 'response' : this.httpMethod,
-      decision: this.decision,
-      latencyMs: Math.round((performance.now() - this.started) * 100) / 100,
-    };
+    const record = new AuditRecord(
+      this.runtime.id,
+      this.httpMethod,
+      this.call ? this.call.method || 'response' : this.httpMethod,
+      this.decision,
+      Math.round((performance.now() - this.started) * 100) / 100,
+    );
     if (this.call?.target) record.tool = this.call.target;
     if (this.token) {
       const { payload } = this.token;
@@ -103,23 +138,15 @@ export class McpExchange implements Exchange {
       const clientId = payload.azp ?? payload.client_id;
       if (typeof clientId === 'string') record.clientId = clientId;
     }
-    if (this.reason !== undefined) record.reason = this.reason;
-    if (this.missingScopes) record.missingScopes = this.missingScopes;
-    if (this.upstreamStatus !== undefined) record.upstreamStatus = this.upstreamStatus;
+    record.reason = this.reason;
+    record.missingScopes = this.missingScopes;
+    record.upstreamStatus = this.upstreamStatus;
     return record;
   }
 
-  private async runAuthentication(): Promise<Refusal | undefined> {
-    const { authenticator } = this.runtime;
-    if (!authenticator) {
-      return unauthenticated(
-        this,
-        'governed call without an mcp-auth policy',
-        AUTHENTICATION_REQUIRED,
-      );
-    }
-    const outcome = await authenticator.authenticate(this);
+  private authenticated(outcome: AuthOutcome): Refusal | undefined {
     if (outcome.token) this.token = outcome.token;
+    this.authentication = outcome.refusal;
     return outcome.refusal;
   }
 }

@@ -17,6 +17,7 @@ import { BodyBudget } from './body-budget.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
 import { type ControlPlane, createControlPlane } from './control-plane.js';
 import { Listener } from './listener.js';
+import { batchedStdout } from './log-destination.js';
 import { GatewayMetrics } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
 import { type ProxyEntry, ProxyMirror } from './proxy-sync.js';
@@ -108,7 +109,9 @@ export function startupFacts(
 /** Starts the gateway's three listeners and loads the deployed proxies from the data directory. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
   const config = gatewayConfigOf(options);
-  const logger = options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
+  const logger =
+    options.logger ??
+    createLogger({ name: 'gateway', level: config.logLevel, destination: batchedStdout() });
   const now = options.now ?? Date.now;
   mkdirSync(config.dataDir, { recursive: true });
 

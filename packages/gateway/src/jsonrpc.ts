@@ -20,6 +20,19 @@ const INVALID: ParseResult = {
   data: 'Invalid MCP request format',
 };
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** Whitespace between JSON tokens (RFC 8259 §2): space, tab, line feed, carriage return. */
+function isJsonWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+}
+
 /**
  * Collects the keys of the top-level object and of its `params` member as written in the raw
  * text. JSON.parse keeps only the last of duplicated keys, so a peer that keeps the first one
@@ -30,37 +43,56 @@ function rawMemberKeys(text: string): { top: string[]; params: string[] } {
   const top: string[] = [];
   const params: string[] = [];
   let depth = 0;
-  let currentTopKey = '';
+  let inParams = false;
   let i = 0;
   while (i < text.length) {
-    const ch = text[i];
-    if (ch === '"') {
+    const ch = text.charCodeAt(i);
+    if (ch === QUOTE) {
       let end = i + 1;
-      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-      const token = text.slice(i, end + 1);
-      let next = end + 1;
-      while (next < text.length && /\s/.test(text[next] as string)) next++;
-      if (text[next] === ':') {
-        const key = JSON.parse(token) as string;
-        if (depth === 1) {
-          top.push(key);
-          currentTopKey = key;
-        } else if (depth === 2 && currentTopKey === 'params') {
-          params.push(key);
+      let escaped = false;
+      for (let c = text.charCodeAt(end); c !== QUOTE; c = text.charCodeAt(end)) {
+        if (c === BACKSLASH) {
+          escaped = true;
+          end += 2;
+        } else {
+          end += 1;
+        }
+      }
+      // Only members of the top-level object and of its `params` matter; deeper strings are
+      // skipped without being copied.
+      if (depth === 1 || (depth === 2 && inParams)) {
+        let next = end + 1;
+        while (isJsonWhitespace(text.charCodeAt(next))) next++;
+        if (text.charCodeAt(next) === COLON) {
+          const key = escaped
+            ? (JSON.parse(text.slice(i, end + 1)) as string)
+            : text.slice(i + 1, end);
+          if (depth === 1) {
+            top.push(key);
+            inParams = key === 'params';
+          } else {
+            params.push(key);
+          }
         }
       }
       i = end + 1;
       continue;
     }
-    if (ch === '{' || ch === '[') depth++;
-    else if (ch === '}' || ch === ']') depth--;
+    if (ch === OPEN_BRACE || ch === OPEN_BRACKET) depth++;
+    else if (ch === CLOSE_BRACE || ch === CLOSE_BRACKET) depth--;
     i++;
   }
   return { top, params };
 }
 
 function ambiguous(keys: string[], names: string[]): boolean {
-  return names.some((name) => keys.filter((key) => key.toLowerCase() === name).length > 1);
+  for (const name of names) {
+    let seen = 0;
+    for (const key of keys) {
+      if (key.toLowerCase() === name && ++seen > 1) return true;
+    }
+  }
+  return false;
 }
 
 /**

@@ -86,16 +86,29 @@ export function createMcpRequestHandling(options: {
     return send(reply, status, body);
   };
 
-  const runPolicies = async (
+  /**
+   * Runs a stage's hooks in order until one refuses; whether the request may go on. Stays
+   * synchronous while the hooks are (a verified-token cache hit), so the fast path makes no
+   * promise.
+   */
+  const runPolicies = (
     exchange: McpExchange,
     reply: FastifyReply,
     policies: readonly Policy[],
     stage: 'onHeaders' | 'onRequest',
-  ): Promise<boolean> => {
-    for (const policy of policies) {
-      const refusal = await policy[stage]?.(exchange);
-      if (refusal) {
-        refuse(exchange, reply, refusal);
+    from = 0,
+  ): boolean | Promise<boolean> => {
+    for (let i = from; i < policies.length; i++) {
+      const outcome = policies[i]?.[stage]?.(exchange);
+      if (outcome instanceof Promise) {
+        return outcome.then((refusal) => {
+          if (!refusal) return runPolicies(exchange, reply, policies, stage, i + 1);
+          refuse(exchange, reply, refusal);
+          return false;
+        });
+      }
+      if (outcome) {
+        refuse(exchange, reply, outcome);
         return false;
       }
     }
@@ -108,7 +121,8 @@ export function createMcpRequestHandling(options: {
     onHeaders(exchange, reply) {
       const policies = exchange.runtime.headerPolicies;
       if (policies.length === 0) return undefined;
-      return runPolicies(exchange, reply, policies, 'onHeaders').then(() => undefined);
+      const passed = runPolicies(exchange, reply, policies, 'onHeaders');
+      return passed instanceof Promise ? passed.then(() => undefined) : undefined;
     },
 
     async handle(exchange, request, reply) {
@@ -139,7 +153,8 @@ export function createMcpRequestHandling(options: {
         );
         return answer(exchange, reply, 400, 'bad_request', 'unsupported protocol version', error);
       }
-      if (!(await runPolicies(exchange, reply, runtime.policies, 'onRequest'))) return reply;
+      const passed = runPolicies(exchange, reply, runtime.policies, 'onRequest');
+      if (!(passed instanceof Promise ? await passed : passed)) return reply;
 
       const { call } = exchange;
       let filter: ListFilter | undefined;

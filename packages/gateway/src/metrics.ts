@@ -38,16 +38,27 @@ export function methodLabel(method: string): string {
 const escapeLabel = (value: string) =>
   value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 
+/** Per-bucket counts (not cumulative: a sample counts once, in its lowest bucket). */
 interface Histogram {
   buckets: number[];
   sum: number;
   count: number;
 }
 
-/** Counters and a latency histogram for MCP requests, rendered in Prometheus text format. */
+/** One proxy's series: request counters by method label and decision, and its latency. */
+interface ProxySeries {
+  labels: string;
+  requests: Map<string, Map<string, { value: number }>>;
+  latency: Histogram;
+}
+
+/**
+ * Counters and a latency histogram for MCP requests, rendered in Prometheus text format.
+ * Recording a request looks its series up by the label values it already has, so the hot path
+ * builds no label strings; they are escaped and joined only when `/metrics` is scraped.
+ */
 export class GatewayMetrics {
-  private readonly requests = new Map<string, number>();
-  private readonly latency = new Map<string, Histogram>();
+  private readonly proxies = new Map<string, ProxySeries>();
   private readonly uncaught = { exception: 0, rejection: 0 };
 
   /** An error that escaped every handler and was contained by the process guard. */
@@ -56,19 +67,33 @@ export class GatewayMetrics {
   }
 
   record(proxy: string, method: string, decision: string, seconds: number): void {
-    const labels = `proxy="${escapeLabel(proxy)}",method="${escapeLabel(methodLabel(method))}",decision="${decision}"`;
-    this.requests.set(labels, (this.requests.get(labels) ?? 0) + 1);
-    const key = `proxy="${escapeLabel(proxy)}"`;
-    let histogram = this.latency.get(key);
-    if (!histogram) {
-      histogram = { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };
-      this.latency.set(key, histogram);
+    let series = this.proxies.get(proxy);
+    if (!series) {
+      series = {
+        labels: `proxy="${escapeLabel(proxy)}"`,
+        requests: new Map(),
+        latency: { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 },
+      };
+      this.proxies.set(proxy, series);
     }
-    LATENCY_BUCKETS.forEach((bound, i) => {
-      if (seconds <= bound) (histogram as Histogram).buckets[i]! += 1;
-    });
-    histogram.sum += seconds;
-    histogram.count += 1;
+    const label = methodLabel(method);
+    let byDecision = series.requests.get(label);
+    if (!byDecision) {
+      byDecision = new Map();
+      series.requests.set(label, byDecision);
+    }
+    const counter = byDecision.get(decision);
+    if (counter) counter.value += 1;
+    else byDecision.set(decision, { value: 1 });
+    const { latency } = series;
+    for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
+      if (seconds <= (LATENCY_BUCKETS[i] as number)) {
+        latency.buckets[i]! += 1;
+        break;
+      }
+    }
+    latency.sum += seconds;
+    latency.count += 1;
   }
 
   render(): string {
@@ -76,16 +101,25 @@ export class GatewayMetrics {
       '# HELP mcp_gateway_requests_total MCP requests handled by the gateway.',
       '# TYPE mcp_gateway_requests_total counter',
     ];
-    for (const [labels, value] of this.requests)
-      lines.push(`mcp_gateway_requests_total{${labels}} ${value}`);
+    for (const { labels, requests } of this.proxies.values()) {
+      for (const [method, byDecision] of requests) {
+        for (const [decision, { value }] of byDecision) {
+          lines.push(
+            `mcp_gateway_requests_total{${labels},method="${escapeLabel(method)}",decision="${decision}"} ${value}`,
+          );
+        }
+      }
+    }
     lines.push(
       '# HELP mcp_gateway_request_duration_seconds Time from request to the end of the response.',
       '# TYPE mcp_gateway_request_duration_seconds histogram',
     );
-    for (const [labels, h] of this.latency) {
+    for (const { labels, latency: h } of this.proxies.values()) {
+      let cumulative = 0;
       LATENCY_BUCKETS.forEach((bound, i) => {
+        cumulative += h.buckets[i] as number;
         lines.push(
-          `mcp_gateway_request_duration_seconds_bucket{${labels},le="${bound}"} ${h.buckets[i]}`,
+          `mcp_gateway_request_duration_seconds_bucket{${labels},le="${bound}"} ${cumulative}`,
         );
       });
       lines.push(`mcp_gateway_request_duration_seconds_bucket{${labels},le="+Inf"} ${h.count}`);

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
@@ -67,13 +68,153 @@ export interface Forwarding {
   finish(exchange: McpExchange): void;
 }
 
+/** How the upstream request failed, for the audit line and the client's answer. */
+function upstreamFailure(f: Forwarding, error: unknown): { status: 502 | 504; message: string } {
+  const { exchange } = f;
+  const timedOut = (error as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT';
+  exchange.decision = 'upstream_error';
+  exchange.reason = timedOut ? 'upstream timed out' : 'upstream unreachable';
+  f.request.log.warn(
+    { proxy: exchange.runtime.id, err: (error as Error).message },
+    'upstream request failed',
+  );
+  return timedOut
+    ? { status: 504, message: 'Upstream MCP server timed out' }
+    : { status: 502, message: 'Upstream MCP server unreachable' };
+}
+
+/** The request the gateway sends upstream for this exchange. */
+function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
+  const { runtime } = f.exchange;
+  return {
+    path: runtime.upstreamPath,
+    method: f.request.method as Dispatcher.HttpMethod,
+    headers: upstreamHeaders(f.request.headers, {
+      stripAuthorization: runtime.authenticator ? !runtime.authenticator.forwardToken : false,
+      identityEncoding: f.filter !== undefined,
+      credential: runtime.upstreamAuth,
+    }),
+    body: f.body && f.body.length > 0 ? f.body : null,
+  };
+}
+
 /**
  * Sends the request to the proxy's upstream and streams the answer back: bytes go out as they
  * arrive with the upstream's own headers, never re-framed, except list results a policy
  * filters. Every stream and socket error ends this exchange only.
  */
-export async function forwardToUpstream(f: Forwarding): Promise<FastifyReply> {
-  const { request, reply, exchange, filter } = f;
+export function forwardToUpstream(f: Forwarding): Promise<FastifyReply> {
+  if (f.filter === undefined) {
+    return new Promise((resolve) => {
+      f.exchange.runtime.pool.dispatch(upstreamRequest(f), new PassThroughHandler(f, resolve));
+    });
+  }
+  return forwardFiltered(f, f.filter);
+}
+
+const CLIENT_GONE = 'client closed the connection';
+
+/**
+ * The unfiltered path, on undici's dispatch API: each chunk is written to the client as it
+ * arrives, with backpressure through the dispatch controller, so no body stream, pipeline or
+ * AbortController is made per request. A JSON body's last chunk is held back and written with
+ * the end of the response, so a small answer leaves in one socket write with its headers.
+ */
+class PassThroughHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined = undefined;
+  private held: Buffer | undefined = undefined;
+  private streaming = false;
+  private settled = false;
+
+  constructor(
+    private readonly f: Forwarding,
+    private readonly resolve: (reply: FastifyReply) => void,
+  ) {
+    f.reply.raw.once('close', this.onClientClose);
+  }
+
+  /** A client that goes away mid-request cancels the upstream request too. */
+  private readonly onClientClose = () => {
+    if (!this.f.reply.raw.writableFinished) this.controller?.abort(new Error(CLIENT_GONE));
+  };
+
+  private readonly onDrain = () => this.controller?.resume();
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.f.reply.raw.destroyed) controller.abort(new Error(CLIENT_GONE));
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    const { reply, exchange } = this.f;
+    exchange.upstreamStatus = statusCode;
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(statusCode, downstreamHeaders(headers, false));
+    const contentType = headers['content-type'];
+    // An SSE stream may stay silent for long; the client must see its headers and every event
+    // now.
+    this.streaming =
+      typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
+    if (this.streaming) raw.flushHeaders();
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const raw = this.f.reply.raw;
+    let out = chunk;
+    if (!this.streaming) {
+      out = this.held as Buffer;
+      this.held = chunk;
+      if (out === undefined) return;
+    }
+    if (!raw.write(out)) {
+      controller.pause();
+      raw.once('drain', this.onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.f.reply.raw.end(this.held);
+    this.held = undefined;
+    this.settle();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    const { f } = this;
+    this.held = undefined;
+    const raw = f.reply.raw;
+    if (f.reply.sent || raw.headersSent) {
+      f.request.log.debug(
+        { proxy: f.exchange.runtime.id, err: error.message },
+        'stream ended early',
+      );
+      raw.destroy();
+    } else if (raw.destroyed) {
+      upstreamFailure(f, error);
+    } else {
+      const { status, message } = upstreamFailure(f, error);
+      f.reply.code(status).send(jsonRpcError(f.id, -32000, message));
+    }
+    this.settle();
+  }
+
+  private settle(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.f.reply.raw.off('close', this.onClientClose);
+    this.f.reply.raw.off('drain', this.onDrain);
+    this.f.finish(this.f.exchange);
+    this.resolve(this.f.reply);
+  }
+}
+
+/** The `filterLists` path: a list result is read, filtered and written back. */
+async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<FastifyReply> {
+  const { request, reply, exchange } = f;
   const { runtime } = exchange;
   // A client that goes away mid-request cancels the upstream request too.
   const controller = new AbortController();
@@ -84,36 +225,15 @@ export async function forwardToUpstream(f: Forwarding): Promise<FastifyReply> {
   let upstream: Dispatcher.ResponseData;
   try {
     upstream = await runtime.pool.request({
-      path: runtime.upstreamPath,
-      method: request.method as Dispatcher.HttpMethod,
-      headers: upstreamHeaders(request.headers, {
-        stripAuthorization: runtime.authenticator ? !runtime.authenticator.forwardToken : false,
-        identityEncoding: filter !== undefined,
-        credential: runtime.upstreamAuth,
-      }),
-      body: f.body && f.body.length > 0 ? f.body : null,
+      ...upstreamRequest(f),
       signal: controller.signal,
     });
   } catch (error) {
     reply.raw.off('close', onClientGone);
-    const timedOut = (error as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT';
-    exchange.decision = 'upstream_error';
-    exchange.reason = timedOut ? 'upstream timed out' : 'upstream unreachable';
-    request.log.warn(
-      { proxy: runtime.id, err: (error as Error).message },
-      'upstream request failed',
-    );
+    const { status, message } = upstreamFailure(f, error);
     f.finish(exchange);
     if (controller.signal.aborted) return reply;
-    return reply
-      .code(timedOut ? 504 : 502)
-      .send(
-        jsonRpcError(
-          f.id,
-          -32000,
-          timedOut ? 'Upstream MCP server timed out' : 'Upstream MCP server unreachable',
-        ),
-      );
+    return reply.code(status).send(jsonRpcError(f.id, -32000, message));
   }
   exchange.upstreamStatus = upstream.statusCode;
   const contentType = String(upstream.headers['content-type'] ?? '').toLowerCase();

@@ -1,11 +1,23 @@
 import { parseMcpBody } from '@mcp-identity/gateway';
 import { describe, expect, it } from 'vitest';
 import { SseListFilter } from '../src/list-filter.js';
+import { GatewayMetrics } from '../src/metrics.js';
 
 describe('parseMcpBody', () => {
   it('sees through escaped duplicate member names', () => {
     const body = '{"jsonrpc":"2.0","id":1,"method":"tools/list","\\u006dethod":"tools/call"}';
     expect(parseMcpBody(body)).toMatchObject({ ok: false, code: -32600 });
+  });
+
+  it('sees duplicated params members written with escapes or whitespace before the colon', () => {
+    const escaped =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","n\\u0061me":"b"}}';
+    expect(parseMcpBody(escaped)).toMatchObject({ ok: false, code: -32600 });
+    const spaced =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name" \r\n\t:"a","NAME":"b"}}';
+    expect(parseMcpBody(spaced)).toMatchObject({ ok: false, code: -32600 });
+    const single = '{"jsonrpc":"2.0","id":1,"method" :"tools/call","params" : {"name" : "a\\"b"}}';
+    expect(parseMcpBody(single)).toMatchObject({ ok: true, call: { target: 'a"b' } });
   });
 
   it('ignores look-alike keys nested deeper than params', () => {
@@ -78,5 +90,31 @@ describe('SseListFilter', () => {
     expect(await run(other, 5)).toBe(
       'id: 8\nevent: message\ndata: {"jsonrpc":"2.0","id":2,"result":{"content":[]}}\n\n: keep-alive\nretry: 500\n',
     );
+  });
+});
+
+describe('GatewayMetrics', () => {
+  it('renders request counters per label set and cumulative latency buckets', () => {
+    const metrics = new GatewayMetrics();
+    metrics.record('p"1', 'tools/call', 'allowed', 0.0004);
+    metrics.record('p"1', 'tools/call', 'allowed', 0.003);
+    metrics.record('p"1', 'x-custom', 'forbidden', 20);
+    const text = metrics.render();
+    expect(text).toContain(
+      'mcp_gateway_requests_total{proxy="p\\"1",method="tools/call",decision="allowed"} 2\n',
+    );
+    expect(text).toContain(
+      'mcp_gateway_requests_total{proxy="p\\"1",method="other",decision="forbidden"} 1\n',
+    );
+    const bucket = (le: string) =>
+      new RegExp(`_bucket\\{proxy="p\\\\"1",le="${le}"\\} (\\d+)`).exec(text)?.[1];
+    expect([
+      bucket('0.001'),
+      bucket('0.0025'),
+      bucket('0.005'),
+      bucket('10'),
+      bucket('\\+Inf'),
+    ]).toEqual(['1', '1', '2', '2', '3']);
+    expect(text).toContain('mcp_gateway_request_duration_seconds_count{proxy="p\\"1"} 3\n');
   });
 });

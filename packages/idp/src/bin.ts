@@ -2,4 +2,4 @@
 import { runMain } from '@mcp-identity/common';
 import { runIdpCli } from './cli.js';
 
-runMain(() => runIdpCli(process.argv.slice(2)));
+runMain(() => runIdpCli(process.argv.slice(2)), { entryPoint: import.meta.url });

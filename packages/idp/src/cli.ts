@@ -1,7 +1,7 @@
 import { defineConfig, loadConfig, renderConfigHelp } from '@mcp-identity/common';
-import type { GrantType } from './apps.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { openIdpData, startIdp } from './server.js';
+import type { GrantType } from './store/apps.js';
 
 const DATA_DIR = {
   type: 'string',
@@ -107,7 +107,7 @@ Commands:
 Every command but serve, apps create and resources add needs a data directory that already
 holds an IdP, and creates nothing.
 
-Run "idp <command> --help" for the options of a command.`;
+Run "idp <command> --help" for the options of a command, "idp --version" for the version.`;
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 

@@ -1,10 +1,4 @@
-export {
-  AppError,
-  type Application,
-  AppStore,
-  type CreateApplicationInput,
-  type GrantType,
-} from './apps.js';
+export { type RouteAccess, requireAccessRules, routeAccess } from './auth/route-access.js';
 export {
   applyBootstrap,
   type BootstrapDocument,
@@ -13,17 +7,9 @@ export {
   checkBootstrap,
   DEFAULT_BOOTSTRAP,
   readBootstrapFile,
-} from './bootstrap.js';
+} from './bootstrap/apply.js';
 export { runIdpCli } from './cli.js';
-export { KeyStore } from './keys.js';
 export { DEFAULT_OAUTH_LIMITS, type OAuthLimits } from './oauth/routes/index.js';
-export {
-  type ApiResource,
-  ApiResourceError,
-  ApiResourceStore,
-  validateApiResource,
-} from './resources.js';
-export { type RouteAccess, requireAccessRules, routeAccess } from './route-access.js';
 export { ACCESS_RULES, type AccessRule, findAccessRule, KNOWN_SCOPES } from './scim/scopes.js';
 export {
   type IdpAdmin,
@@ -32,3 +18,17 @@ export {
   type RunningIdp,
   startIdp,
 } from './server.js';
+export {
+  AppError,
+  type Application,
+  AppStore,
+  type CreateApplicationInput,
+  type GrantType,
+} from './store/apps.js';
+export { KeyStore } from './store/keys.js';
+export {
+  type ApiResource,
+  ApiResourceError,
+  ApiResourceStore,
+  validateApiResource,
+} from './store/resources.js';

@@ -9,7 +9,9 @@ import {
   registerHealthRoutes,
   startServer,
 } from '@mcp-identity/common';
-import { AppStore } from './apps.js';
+import { requireAccessRules } from './auth/route-access.js';
+import { currentUserScopes, isActiveUser } from './auth/subjects.js';
+import { isUserToken, TokenService } from './auth/tokens.js';
 import {
   applyBootstrap,
   type BootstrapDocument,
@@ -17,14 +19,10 @@ import {
   checkBootstrap,
   DEFAULT_BOOTSTRAP,
   readBootstrapFile,
-} from './bootstrap.js';
-import { type Db, openDatabase } from './db.js';
-import { KeyStore } from './keys.js';
+} from './bootstrap/apply.js';
 import { GrantStore } from './oauth/grants.js';
 import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes/index.js';
 import { LoginTransactions } from './oauth/transactions.js';
-import { ApiResourceStore } from './resources.js';
-import { requireAccessRules } from './route-access.js';
 import { MAX_BULK_PAYLOAD } from './scim/bulk.js';
 import { GroupStore } from './scim/groups.js';
 import { Locations } from './scim/render.js';
@@ -33,8 +31,10 @@ import { scimRoutes } from './scim/routes.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { ScimService } from './scim/service.js';
 import { UserStore } from './scim/users.js';
-import { currentUserScopes, isActiveUser } from './subjects.js';
-import { isUserToken, TokenService } from './tokens.js';
+import { AppStore } from './store/apps.js';
+import { type Db, openDatabase } from './store/db.js';
+import { KeyStore } from './store/keys.js';
+import { ApiResourceStore } from './store/resources.js';
 
 export type IdpOptions = {
   /** Directory for the database and TLS material; created if missing. */

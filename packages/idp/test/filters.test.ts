@@ -5,7 +5,7 @@ const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 const CUSTOM = 'urn:scim:schemas:extension:custom:User';
 const SEARCH = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
 
-describe('SCIM filters (research §1.5)', async () => {
+describe('SCIM filters (RFC 7644 §3.4.2.2, WSO2 rules)', async () => {
   const idp = await startTestIdp();
   const people = [
     { userName: 'alice', region: 'EU', department: 'Sales', tier: 'gold' },

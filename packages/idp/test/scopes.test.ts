@@ -20,7 +20,7 @@ const SEARCH = {
 };
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 
-describe('scope matrix (research §1.2)', async () => {
+describe('scope matrix (WSO2 resource-access-control-v2.xml)', async () => {
   const idp = await startTestIdp();
   let sequence = 0;
   const next = () => `u${++sequence}x`;
@@ -270,7 +270,7 @@ describe('scope matrix (research §1.2)', async () => {
     }
   });
 
-  describe('role operation scopes (spec §5.2 rule 6)', async () => {
+  describe('role operation scopes (users, groups, permissions of a role write)', async () => {
     const userId = await newUser();
     const roleId = await newRole();
     const assign = (token: string, path = 'users') =>

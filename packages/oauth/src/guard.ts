@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import { bearerToken } from '@mcp-identity/common';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { CryptoKey, JWK, JWTPayload, JWTVerifyGetKey } from 'jose';
 import { jwtVerify } from 'jose';
@@ -42,8 +43,6 @@ const authByRequest = new WeakMap<FastifyRequest, McpAuth>();
 export function getMcpAuth(request: FastifyRequest): McpAuth | undefined {
   return authByRequest.get(request);
 }
-
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 function decodedPath(url: string): string | undefined {
   const path = url.split('?')[0] ?? '';
@@ -113,12 +112,11 @@ export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHand
       if (!(error instanceof BadRequestError)) throw error;
       return reply.code(400).send({ error: 'invalid_request', error_description: error.message });
     }
-    const header = request.headers.authorization;
-    const match = header === undefined ? null : BEARER.exec(header);
-    if (match?.[1] === undefined) return challenge(reply, issuer);
+    const token = bearerToken(request.headers.authorization);
+    if (token === undefined) return challenge(reply, issuer);
     let claims: JWTPayload;
     try {
-      claims = await verify(match[1], issuer);
+      claims = await verify(token, issuer);
     } catch {
       return challenge(reply, issuer);
     }
@@ -139,7 +137,7 @@ export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHand
         });
     }
     authByRequest.set(request, {
-      token: match[1],
+      token,
       subject: claims.sub as string,
       clientId: typeof claims.client_id === 'string' ? claims.client_id : undefined,
       scopes,

@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { s256Challenge } from '@mcp-identity/common';
 
 /**
  * A client for programs that sign in to this authorization server without a
@@ -110,7 +111,7 @@ export async function obtainTokenWithLoginForm(
     client_id: clientId,
     redirect_uri: redirectUri,
     response_type: 'code',
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge: s256Challenge(verifier),
     code_challenge_method: 'S256',
     state,
     scope: options.scope ?? 'mcp:tools',

@@ -188,9 +188,9 @@ describe('list_roles', () => {
     expect(result.outputs.error).toBeNull();
   });
 
-  it('gives roles None past the last page', async () => {
+  it('gives an empty roles list past the last page (RFC 7644 §3.4.2.4)', async () => {
     const result = await h.call('list_roles', { startIndex: 10_000, count: 10 });
-    expect(result.outputs).toMatchObject({ roles: null, error: null, errorStatus: null });
+    expect(result.outputs).toMatchObject({ roles: [], error: null, errorStatus: null });
   });
 });
 

@@ -38,11 +38,11 @@ describe('list_users', () => {
     expect(result.outputs.errorStatus).toBeNull();
   });
 
-  it('gives users None past the last page', async () => {
+  it('gives an empty users list past the last page (RFC 7644 §3.4.2.4)', async () => {
     const result = await h.call('list_users', { startIndex: 1000, count: 5 });
-    expect(result.outputs.users).toBeNull();
+    expect(result.outputs.users).toEqual([]);
     expect(result.text).toMatch(
-      /^Workflow Success\. Outputs: \{'totalResults': \d+, 'users': None, 'error': None, 'errorStatus': None\}$/,
+      /^Workflow Success\. Outputs: \{'totalResults': \d+, 'users': \[\], 'error': None, 'errorStatus': None\}$/,
     );
   });
 

@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 
@@ -12,12 +11,10 @@ export function serviceBin(
   return join(dirname(require.resolve(packageName)), 'bin.js');
 }
 
-/** The SCIM tool pack shipped in the repository's workflows/scim. */
-export const SCIM_ARAZZO_FILE = fileURLToPath(
-  new URL('../../../../workflows/scim/scim.arazzo.yaml', import.meta.url),
-);
-export const SCIM_GATEWAY_RULES_FILE = fileURLToPath(
-  new URL('../../../../workflows/scim/gateway-rules.yaml', import.meta.url),
+/** The SCIM tool pack, installed as the `@mcp-identity/scim-tools` package beside this one. */
+export const SCIM_ARAZZO_FILE = require.resolve('@mcp-identity/scim-tools/scim.arazzo.yaml');
+export const SCIM_GATEWAY_RULES_FILE = require.resolve(
+  '@mcp-identity/scim-tools/gateway-rules.yaml',
 );
 
 /** Preloaded into each service the stack starts (compiled beside this package's entry point). */

@@ -56,12 +56,21 @@ export class TokenVerifier {
     }
   }
 
-  async verify(token: string): Promise<VerifyResult> {
+  /**
+   * The verified token for this exact string when it is cached and not expired: a map lookup
+   * keyed by the raw token, no decoding, so a repeat caller's request needs no promise either.
+   */
+  cached(token: string): VerifiedToken | undefined {
     const cached = this.cache.get(token);
-    if (cached) {
-      if (cached.expiresAt > this.now()) return { ok: true, token: cached };
-      this.cache.delete(token);
-    }
+    if (cached === undefined) return undefined;
+    if (cached.expiresAt > this.now()) return cached;
+    this.cache.delete(token);
+    return undefined;
+  }
+
+  async verify(token: string): Promise<VerifyResult> {
+    const cached = this.cached(token);
+    if (cached) return { ok: true, token: cached };
     let alg: string | undefined;
     let kid: string | undefined;
     let issuer: unknown;

@@ -3,11 +3,11 @@ import type { McpCall } from '../jsonrpc.js';
 import { insufficientScope, unauthenticated } from './challenge.js';
 import type {
   Authenticator,
+  AuthOutcome,
   Exchange,
   Policy,
   PolicyFactory,
   PolicySetup,
-  Refusal,
 } from './policy.js';
 import { stringList } from './schema-parts.js';
 
@@ -103,7 +103,7 @@ class McpAuthPolicy implements Policy, Authenticator {
     );
   }
 
-  onHeaders(exchange: Exchange): Promise<Refusal | undefined> | undefined {
+  onHeaders(exchange: Exchange): ReturnType<Exchange['authenticate']> {
     const { httpMethod } = exchange;
     if (httpMethod === 'POST')
       return this.everyCallNeedsToken ? exchange.authenticate() : undefined;
@@ -111,22 +111,34 @@ class McpAuthPolicy implements Policy, Authenticator {
     return exchange.authenticate();
   }
 
-  onRequest(exchange: Exchange): Promise<Refusal | undefined> | undefined {
+  onRequest(exchange: Exchange): ReturnType<Exchange['authenticate']> {
     const { call } = exchange;
     if (exchange.httpMethod !== 'POST' || exchange.token) return undefined;
     return !call || this.callNeedsToken(call) ? exchange.authenticate() : undefined;
   }
 
-  async authenticate(exchange: Exchange): Promise<{ token?: VerifiedToken; refusal?: Refusal }> {
+  authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome> {
     const authorization = exchange.headers.authorization;
     const match = BEARER.exec(authorization ?? '');
     if (!match) {
       const reason = authorization ? 'malformed authorization header' : 'no token';
       return { refusal: unauthenticated(exchange, reason) };
     }
-    const result = await this.setup.verifier.verify(match[1] as string);
-    if (!result.ok) return { refusal: unauthenticated(exchange, result.reason) };
-    const { token } = result;
+    const raw = match[1] as string;
+    const { verifier } = this.setup;
+    const cached = verifier.cached(raw);
+    if (cached) return this.accept(exchange, cached);
+    return verifier
+      .verify(raw)
+      .then((result) =>
+        result.ok
+          ? this.accept(exchange, result.token)
+          : { refusal: unauthenticated(exchange, result.reason) },
+      );
+  }
+
+  /** Whether this proxy accepts a verified token: issuer, audience, required scopes. */
+  private accept(exchange: Exchange, token: VerifiedToken): AuthOutcome {
     if (!this.issuers.has(token.issuer)) {
       return { refusal: unauthenticated(exchange, 'issuer not accepted by this proxy') };
     }

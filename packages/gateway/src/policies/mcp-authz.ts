@@ -163,18 +163,23 @@ class McpAuthzPolicy implements Policy {
       this.onListItem = (exchange, listMethod, item) => this.visible(exchange, listMethod, item);
   }
 
-  async onRequest(exchange: Exchange): Promise<Refusal | undefined> {
+  onRequest(exchange: Exchange): ReturnType<Exchange['authenticate']> {
     const { call } = exchange;
     if (!call) return undefined;
-    let decision = this.decide(call, exchange.token);
-    if (!decision.governed) return undefined;
-    if (!exchange.token) {
-      // Governance is decided before identity (WSO2 #2842): only a governed call needs a
-      // caller, even when mcp-auth's own switches let this call through anonymously.
-      const refusal = await exchange.authenticate();
-      if (refusal) return refusal;
-      decision = this.decide(call, exchange.token);
+    if (exchange.token) return this.authorize(exchange, call);
+    if (!this.decide(call, undefined).governed) return undefined;
+    // Governance is decided before identity (WSO2 #2842): only a governed call needs a
+    // caller, even when mcp-auth's own switches let this call through anonymously.
+    const authenticated = exchange.authenticate();
+    if (authenticated instanceof Promise) {
+      return authenticated.then((refusal) => refusal ?? this.authorize(exchange, call));
     }
+    return authenticated ?? this.authorize(exchange, call);
+  }
+
+  /** The decision for an authenticated caller (or one that could not be authenticated). */
+  private authorize(exchange: Exchange, call: McpCall): Refusal | undefined {
+    const decision = this.decide(call, exchange.token);
     if (decision.governed && !decision.allowed) {
       return insufficientScope(exchange, decision.missingScopes, 'mcp-authz denied the call');
     }

@@ -53,7 +53,7 @@ export interface Exchange {
    * Authenticates the caller with the proxy's authenticator (the first time; later calls give
    * the same outcome). Without one, a caller can never be authenticated: 401.
    */
-  authenticate(): Promise<Refusal | undefined>;
+  authenticate(): Refusal | undefined | Promise<Refusal | undefined>;
 }
 
 /**
@@ -71,10 +71,16 @@ export interface Policy {
   readonly scopes?: readonly string[];
 }
 
+/** The verified token, or a refusal (with the token when it is valid but not sufficient). */
+export interface AuthOutcome {
+  token?: VerifiedToken;
+  refusal?: Refusal;
+}
+
 /** Establishes who is calling (`mcp-auth`); one per proxy. */
 export interface Authenticator {
-  /** The verified token, or a refusal (with the token when it is valid but not sufficient). */
-  authenticate(exchange: Exchange): Promise<{ token?: VerifiedToken; refusal?: Refusal }>;
+  /** Synchronous when the token is already verified (a cache hit), so the fast path awaits nothing. */
+  authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome>;
   /** Issuers listed as the metadata's `authorization_servers`. */
   readonly authorizationServers: readonly string[];
   /** Whether the caller's `Authorization` header goes on to the upstream. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { randomToken, sha256Base64Url } from '@mcp-identity/common';
-import { type Db, inTransaction } from '../db.js';
+import { type Db, inTransaction } from '../store/db.js';
 
 export type CodeGrant = {
   clientId: string;

@@ -1,5 +1,5 @@
 import { randomToken, sha256Base64Url } from '@mcp-identity/common';
-import type { Db } from '../db.js';
+import type { Db } from '../store/db.js';
 
 /**
  * The server side of each rendered login form. The form's CSRF token names one transaction

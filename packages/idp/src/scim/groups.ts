@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Db, inTransaction, statement } from '../db.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import {
   entryMatches,
@@ -29,7 +29,10 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Groups with WSO2's member rules (research §1.7). */
+/**
+ * SCIM Groups (RFC 7643 §4.2) with WSO2 Identity Server's member rules and texts; where they
+ * deliberately differ is listed in the README (WSO2 compatibility).
+ */
 export class GroupStore {
   constructor(
     private readonly db: Db,

@@ -5,7 +5,7 @@ export type PatchKind = 'add' | 'replace' | 'remove';
 export type PatchOperation = { op: PatchKind; path?: string; value?: unknown };
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json =>
+export const isObject = (v: unknown): v is Json =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Operations per PATCH request: bounds the work one request can ask for. */

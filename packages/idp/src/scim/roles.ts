@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Db, inTransaction, statement } from '../db.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import {
   entryMatches,
@@ -43,7 +43,11 @@ export type RoleStoreOptions = {
   now?: () => Date;
 };
 
-/** Roles v2 (research §1.8): audience, users, groups and permissions (scopes). */
+/**
+ * WSO2 Identity Server's Roles v2 (`/scim2/v2/Roles`, schema
+ * `urn:ietf:params:scim:schemas:extension:2.0:Role`): audience, users, groups and permissions
+ * (scopes).
+ */
 export class RoleStore {
   private readonly now: () => Date;
 

@@ -1,6 +1,6 @@
 import { bearerToken } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AccessTokenClaims, TokenService } from '../tokens.js';
+import type { AccessTokenClaims, TokenService } from '../auth/tokens.js';
 import { processBulk } from './bulk.js';
 import {
   resourceType,

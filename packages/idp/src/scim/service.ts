@@ -312,7 +312,9 @@ export class ScimService {
 
 /**
  * Without the entry's own scope the valve only let the request in on an operation scope;
- * then each section written needs its operation scope (research §1.3, spec §5.2 rule 6).
+ * then each section written needs its operation scope, as WSO2 Identity Server checks
+ * `internal_role_mgt_users_update`, `_groups_update` and `_permissions_update` for the `users`,
+ * `groups` and `permissions` parts of a role write.
  */
 function checkRoleOperationScopes(sections: readonly string[], access: Access): void {
   if (access.granted) return;

@@ -1,6 +1,8 @@
 import {
+  AUTHORIZATION_REQUEST_PARAMETERS,
   FixedWindowThrottle,
   isRedirectUriAllowed,
+  isS256Challenge,
   randomToken,
   reserveAll,
   sha256Base64Url,
@@ -12,7 +14,6 @@ import { singleParam } from '../context.js';
 import { renderErrorPage, renderLoginPage, sendHtml } from '../html.js';
 import type { LoginFailureReason } from '../options.js';
 import { CODE_TTL_MS, SCOPE, TRANSACTION_TTL_MS } from '../options.js';
-import { isS256Challenge } from '../pkce.js';
 
 /** The validated authorize parameters (spec §2.6). */
 interface AuthorizeRequest {
@@ -28,16 +29,7 @@ interface AuthorizeRequest {
 
 type Validation = { ok: true; value: AuthorizeRequest } | { ok: false; message: string };
 
-const PARAMS = [
-  'client_id',
-  'redirect_uri',
-  'response_type',
-  'code_challenge',
-  'code_challenge_method',
-  'state',
-  'scope',
-  'resource',
-] as const;
+const PARAMS = AUTHORIZATION_REQUEST_PARAMETERS;
 type ParamName = (typeof PARAMS)[number];
 
 function readParams(

@@ -3,11 +3,11 @@ import {
   oauthError,
   randomToken,
   sha256Base64Url,
+  verifyS256,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
-import { verifyS256 } from '../pkce.js';
 
 export const INVALID_CODE = 'The authorization code is invalid or expired.';
 export const CODE_MISMATCH = 'The authorization code does not match the request.';

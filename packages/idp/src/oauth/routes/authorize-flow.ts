@@ -7,7 +7,7 @@ import {
   setHtmlSecurityHeaders,
 } from '@mcp-identity/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Application } from '../../apps.js';
+import type { Application } from '../../store/apps.js';
 import { errorPage, loginPage } from '../login-page.js';
 import type { OAuthRouteOptions } from './options.js';
 import { resolveResource } from './scopes.js';

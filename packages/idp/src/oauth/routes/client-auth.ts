@@ -1,6 +1,6 @@
 import { authScheme, basicClientCredentials } from '@mcp-identity/common';
 import type { FastifyRequest } from 'fastify';
-import type { Application, AppStore } from '../../apps.js';
+import type { Application, AppStore } from '../../store/apps.js';
 import { failure } from './failures.js';
 
 /**

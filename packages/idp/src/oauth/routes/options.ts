@@ -1,9 +1,9 @@
-import type { AppStore } from '../../apps.js';
-import type { KeyStore } from '../../keys.js';
-import type { ApiResourceStore } from '../../resources.js';
+import type { TokenService } from '../../auth/tokens.js';
 import type { RoleStore } from '../../scim/roles.js';
 import type { UserStore } from '../../scim/users.js';
-import type { TokenService } from '../../tokens.js';
+import type { AppStore } from '../../store/apps.js';
+import type { KeyStore } from '../../store/keys.js';
+import type { ApiResourceStore } from '../../store/resources.js';
 import type { GrantStore } from '../grants.js';
 import type { LoginTransactions } from '../transactions.js';
 

@@ -1,7 +1,7 @@
-import type { Application } from '../../apps.js';
-import { type ApiResource, type ApiResourceStore, mayReceive } from '../../resources.js';
+import { currentUserScopes } from '../../auth/subjects.js';
 import type { RoleStore } from '../../scim/roles.js';
-import { currentUserScopes } from '../../subjects.js';
+import type { Application } from '../../store/apps.js';
+import { type ApiResource, type ApiResourceStore, mayReceive } from '../../store/resources.js';
 import { failure } from './failures.js';
 
 export function splitScope(scope: string | null | undefined): string[] {

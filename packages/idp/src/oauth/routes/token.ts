@@ -1,8 +1,8 @@
 import { verifyS256 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Application } from '../../apps.js';
-import type { ApiResource } from '../../resources.js';
-import { isActiveUser } from '../../subjects.js';
+import { isActiveUser } from '../../auth/subjects.js';
+import type { Application } from '../../store/apps.js';
+import type { ApiResource } from '../../store/resources.js';
 import { authenticateClient } from './client-auth.js';
 import { failure } from './failures.js';
 import type { OAuthRouteOptions } from './options.js';

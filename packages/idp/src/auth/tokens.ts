@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { errors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
-import type { Db } from './db.js';
-import type { KeyStore } from './keys.js';
+import type { Db } from '../store/db.js';
+import type { KeyStore } from '../store/keys.js';
 
 export type AccessTokenClaims = JWTPayload & {
   sub: string;

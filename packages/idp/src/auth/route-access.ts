@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { type AccessRule, findAccessRule } from './scim/scopes.js';
+import { type AccessRule, findAccessRule } from '../scim/scopes.js';
 
 /**
  * Routes served without a bearer token: health, discovery, and the OAuth endpoints, whose

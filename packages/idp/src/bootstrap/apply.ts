@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import type { AppStore, GrantType } from './apps.js';
-import { bootstrapProblems } from './bootstrap-schema.js';
-import type { ApiResourceStore } from './resources.js';
-import { ScimError } from './scim/errors.js';
-import { KNOWN_SCOPES } from './scim/scopes.js';
-import type { ScimService } from './scim/service.js';
-import type { CustomAttribute } from './scim/user-schema.js';
+import { ScimError } from '../scim/errors.js';
+import { KNOWN_SCOPES } from '../scim/scopes.js';
+import type { ScimService } from '../scim/service.js';
+import type { CustomAttribute } from '../scim/user-schema.js';
+import type { AppStore, GrantType } from '../store/apps.js';
+import type { ApiResourceStore } from '../store/resources.js';
+import { bootstrapProblems } from './schema.js';
 
 /** The bootstrap file (YAML). Every section is optional; applying it twice changes nothing. */
 export type BootstrapDocument = {

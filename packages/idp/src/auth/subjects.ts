@@ -1,5 +1,5 @@
-import type { RoleStore } from './scim/roles.js';
-import type { UserStore } from './scim/users.js';
+import type { RoleStore } from '../scim/roles.js';
+import type { UserStore } from '../scim/users.js';
 
 /** Every signed-in user may use their own account (`/scim2/Me`). */
 export const LOGIN_SCOPE = 'internal_login';

@@ -1,6 +1,6 @@
+import { KNOWN_SCOPES } from '../scim/scopes.js';
 import type { Application } from './apps.js';
 import type { Db } from './db.js';
-import { KNOWN_SCOPES } from './scim/scopes.js';
 
 /**
  * An API resource (RFC 8707 resource indicator): a protected resource, such as the gateway's
