@@ -6,7 +6,7 @@
  *     workflows, and reads the first account's password from its output;
  *  2. obtains an access token through the authorization code flow (registration, the login
  *     form, PKCE, the token endpoint) — the way a user's MCP client would;
- *  3. `conformance server` for server-initialize, ping, tools-list and dns-rebinding-protection, through a loopback proxy
+ *  3. `conformance server` for the applicable server scenarios (SERVER_SCENARIOS), through a loopback proxy
  *     that adds the Bearer token (the suite's client cannot send one);
  *  4. `conformance authorization` against the authorization server, when the installed suite
  *     has that command (0.2.0-alpha and later), driving the login form headlessly.
@@ -16,170 +16,29 @@
  * Exit code 1 when any scenario that ran failed. On Node 20 the suite is started with
  * node20-fs-shim.mjs (the suite imports Node 22's fs.globSync, used only by tier-check).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { obtainTokenWithLoginForm, submitLoginForm } from '@mcp-identity/oauth';
+import { submitLoginForm } from '@mcp-identity/oauth';
+import {
+  ANSI_COLOUR,
+  CHECK_LINE,
+  checkLines,
+  type Outcome,
+  obtainAccessToken,
+  registerClient,
+  conformance as runConformance,
+  SERVER_SCENARIOS,
+  type Started,
+  startServer,
+  startTokenProxy,
+} from './conformance-support.js';
 
-const PACKAGE = fileURLToPath(new URL('../', import.meta.url));
-const REPOSITORY = join(PACKAGE, '..', '..');
-const BIN = join(PACKAGE, 'src', 'bin.ts');
-const REGISTER_SOURCES = join(PACKAGE, 'test', 'support', 'register-sources.mjs');
-const FS_SHIM = join(PACKAGE, 'scripts', 'node20-fs-shim.mjs');
-const CONFORMANCE = join(
-  REPOSITORY,
-  'node_modules',
-  '@modelcontextprotocol',
-  'conformance',
-  'dist',
-  'index.js',
-);
-const WORKFLOWS = join(REPOSITORY, 'workflows', 'scim', 'scim.arazzo.yaml');
-const SERVER_SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
 const CALLBACK_PORT = 3917;
 const verbose = process.argv.includes('--verbose');
-const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
-
-interface Outcome {
-  run: string;
-  status: 'PASS' | 'FAIL' | 'SKIPPED';
-  note?: string;
-}
-
-interface Started {
-  url: string;
-  email: string;
-  password: string;
-  child: ChildProcess;
-}
-
-/** `serve --auth builtin` on a free port; resolves once it listens. */
-async function startServer(dataDir: string): Promise<Started> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--import',
-      REGISTER_SOURCES,
-      BIN,
-      'serve',
-      '--auth',
-      'builtin',
-      '--arazzo',
-      WORKFLOWS,
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-      '--admin-email',
-      'conformance@localhost',
-    ],
-    // Info level: the "listening" line carries the URL.
-    { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      reject(new Error(`the server did not start within 60 s:\n${stdout}${stderr}`));
-    }, 60_000);
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}:\n${stderr}`)));
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-      const password = /Password \(shown only this once\): (\S+)/.exec(stdout)?.[1];
-      const url = /"url":"(http:\/\/[^"]+)\/mcp"/.exec(stdout)?.[1];
-      if (password && url) {
-        clearTimeout(timer);
-        resolve({ url, email: 'conformance@localhost', password, child });
-      }
-    });
-  });
-}
-
-async function registerClient(server: Started, redirectUri: string): Promise<string> {
-  const response = await fetch(`${server.url}/oauth/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ redirect_uris: [redirectUri] }),
-  });
-  if (response.status !== 200) throw new Error(`registration answered ${response.status}`);
-  return ((await response.json()) as { client_id: string }).client_id;
-}
-
-/** An access token with `mcp:tools` through the full authorization code flow with PKCE. */
-async function obtainAccessToken(server: Started): Promise<string> {
-  return (await obtainTokenWithLoginForm(server.url, server)).accessToken;
-}
-
-/**
- * Forwards every request to the server with `Authorization: Bearer <token>` added. `Host` is
- * rewritten to the server's, which is the issuer the token was minted for.
- */
-async function startTokenProxy(target: string, token: string): Promise<Server> {
-  const upstream = new URL(target);
-  const proxy = createServer((incoming, outgoing) => {
-    const forwarded = httpRequest(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: incoming.method,
-        path: incoming.url,
-        headers: { ...incoming.headers, host: upstream.host, authorization: `Bearer ${token}` },
-      },
-      (answer) => {
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
-      },
-    );
-    forwarded.on('error', () => {
-      outgoing.writeHead(502).end();
-    });
-    incoming.pipe(forwarded);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return proxy;
-}
-
-/** Starts the conformance CLI (with the Node 20 shim) and collects its output. */
-function conformance(args: string[]) {
-  const child = spawn(process.execPath, ['--import', FS_SHIM, CONFORMANCE, ...args], {
-    env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', FORCE_COLOR: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const collect = (chunk: string) => {
-    output += chunk;
-    if (verbose) process.stdout.write(chunk);
-  };
-  child.stdout.setEncoding('utf8').on('data', collect);
-  child.stderr.setEncoding('utf8').on('data', collect);
-  const done = new Promise<{ code: number | null; output: string }>((resolve) => {
-    // 'close', not 'exit': the output pipes may still hold the last lines when the process exits.
-    child.once('close', (code) => resolve({ code, output }));
-  });
-  return { child, done, output: () => output };
-}
-
-/** The suite's own per-check lines (`[check-id] STATUS …`) and its totals, for the report. */
-// A check's line: `[<check id>] <STATUS> …`, the id padded to a column in newer suites.
-const CHECK_LINE = /\[([\w-]+)\s*\]\s+(SUCCESS|FAILURE|WARNING|INFO|SKIPPED)/;
-
-function checkLines(output: string): string[] {
-  const plain = output.replace(ANSI_COLOUR, '');
-  return plain
-    .split('\n')
-    .filter((line) => CHECK_LINE.test(line) || /Passed: \d+|^[✓✗] [\w-]+: \d+ passed/.test(line))
-    .map((line) => line.trim());
-}
+const conformance = (args: string[]) => runConformance(args, { verbose });
 
 async function runServerScenarios(mcpUrl: string): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];

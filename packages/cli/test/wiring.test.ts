@@ -12,8 +12,8 @@ import {
   UPSTREAM_AUTH_HEADER,
 } from '../src/stack/upstream-auth.js';
 
-// What `up` writes and passes to the other services (contracts C2 and C3). The
-// services' sides land in their own packages; these assertions pin our side.
+// What `up` writes and passes to the other services: the upstream credential and
+// the IdP's API resources. These assertions pin the CLI's side.
 const tempDir = useTempDir();
 const ports = {
   idp: 14443,
@@ -24,7 +24,7 @@ const ports = {
   areaA: 17000,
 };
 
-describe('the gateway → SCIM MCP server credential (C2)', () => {
+describe('the gateway → SCIM MCP server credential', () => {
   it('is one random secret, readable by its owner only, generated once', () => {
     const layout = stackLayout(tempDir(), ports);
     const file = ensureUpstreamSecret(layout.mcp.upstreamSecretFile);
@@ -47,7 +47,7 @@ describe('the gateway → SCIM MCP server credential (C2)', () => {
       file,
     ]);
     const secrets = loadOrCreateStackSecrets(dataDir);
-    const proxy = scimProxyDefinition(layout, secrets, { upstreamAuth: true }) as {
+    const proxy = scimProxyDefinition(layout, secrets) as {
       spec: { upstream: unknown };
     };
     expect(proxy.spec.upstream).toEqual({
@@ -60,7 +60,7 @@ describe('the gateway → SCIM MCP server credential (C2)', () => {
   });
 });
 
-describe('API resources and the read-only user (C3)', () => {
+describe('API resources and the read-only user', () => {
   it('declares one API resource per gateway listener, offering the rules’ scopes, to no application', () => {
     const layout = stackLayout(tempDir(), ports);
     const resources = gatewayApiResources(layout);
@@ -90,6 +90,5 @@ describe('API resources and the read-only user (C3)', () => {
     });
     const roles = bootstrap.roles?.filter((role) => role.users?.includes(userName)) ?? [];
     expect(roles.map((role) => role.permissions)).toEqual([READ_ONLY_SCOPES]);
-    expect(stackBootstrap(secrets)).not.toHaveProperty('apiResources');
   });
 });

@@ -14,6 +14,13 @@ const FS_SHIM = `${REPOSITORY}packages/arazzo-mcp/scripts/node20-fs-shim.mjs`;
 /**
  * Server scenarios of the official MCP conformance suite that concern the gateway itself
  * (transport, lifecycle, DNS rebinding) rather than the upstream's own tools.
+ *
+ * Not applicable to the gateway: the scenarios of capabilities (logging, completions,
+ * resources, prompts) and of the suite's fixture tools (tools-call-*, json-schema-2020-12,
+ * elicitation-*, server-sse-polling's `test_reconnection`) test the upstream MCP server,
+ * which the gateway relays unchanged; the 2026-07-28 draft's scenarios (server-stateless,
+ * caching, http-header-validation, …) and the extensions (tasks-*, sep-2640-*) are outside
+ * the specVersions a proxy can list.
  */
 const SCENARIOS = [
   'server-initialize',

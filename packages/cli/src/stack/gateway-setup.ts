@@ -64,7 +64,6 @@ export async function writeGatewayConfig(
 export function scimProxyDefinition(
   layout: StackLayout,
   secrets: StackSecrets,
-  options: { upstreamAuth: boolean },
 ): Record<string, unknown> {
   return {
     apiVersion: 'gateway.api-platform.vendor/v1',
@@ -77,7 +76,7 @@ export function scimProxyDefinition(
       specVersions: ['2025-06-18', '2025-11-25'],
       upstream: {
         url: layout.mcp.mcpUrl,
-        ...(options.upstreamAuth ? { auth: upstreamAuth(layout.mcp.upstreamSecretFile) } : {}),
+        auth: upstreamAuth(layout.mcp.upstreamSecretFile),
       },
       tools: [],
       resources: [],
@@ -105,7 +104,6 @@ export function scimProxyDefinition(
 export async function deployScimProxy(
   layout: StackLayout,
   secrets: StackSecrets,
-  options: { upstreamAuth: boolean },
 ): Promise<'created' | 'updated'> {
   const base = `${layout.gateway.managementUrl}/api/management/v1/mcp-proxies`;
   const { username, password } = secrets.gatewayAdmin;
@@ -113,7 +111,7 @@ export async function deployScimProxy(
     authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
     'content-type': 'application/yaml',
   };
-  const body = stringifyYaml(scimProxyDefinition(layout, secrets, options));
+  const body = stringifyYaml(scimProxyDefinition(layout, secrets));
   const existing = await fetchNamingUrl(`${base}/${PROXY_NAME}`, { headers });
   await existing.body?.cancel();
   const [method, url, expected] =

@@ -81,7 +81,7 @@ function scimUser(user: SampleUser): Record<string, unknown> {
   };
 }
 
-/** An RFC 8707 API resource as the IdP's bootstrap file declares it (contracts C3). */
+/** An RFC 8707 API resource as the IdP's bootstrap file declares it (`apiResources`). */
 export interface ApiResourceBootstrap {
   identifier: string;
   name: string;
@@ -123,10 +123,10 @@ function readOnlyUser(secrets: StackSecrets): Record<string, unknown> {
  */
 export function stackBootstrap(
   secrets: StackSecrets,
-  apiResources?: ApiResourceBootstrap[],
-): BootstrapDocument & { apiResources?: ApiResourceBootstrap[] } {
+  apiResources: ApiResourceBootstrap[],
+): BootstrapDocument {
   return {
-    ...(apiResources ? { apiResources } : {}),
+    apiResources,
     customAttributes: [
       { name: 'customerTier', type: 'string' },
       { name: 'contractEndDate', type: 'string' },

@@ -12,7 +12,7 @@ export interface StackSecrets {
   readOnlyApp: { clientId: string; clientSecret: string };
   gatewayAdmin: { username: string; password: string };
   areaAccount: { email: string; password: string };
-  /** A person at the IdP whose role grants only the list and view scopes (contracts C3). */
+  /** A person at the IdP who signs in through MCP clients; their role grants list and view only. */
   readOnlyUser: { userName: string; password: string };
 }
 

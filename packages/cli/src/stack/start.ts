@@ -11,7 +11,6 @@ import {
   type ServiceStatus,
   Supervisor,
 } from '../supervisor.js';
-import { probeCapabilities } from './capabilities.js';
 import { deployScimProxy, writeGatewayConfig } from './gateway-setup.js';
 import { type StackLayout, type StackPorts, stackLayout } from './layout.js';
 import { PARENT_WATCH_FILE, SCIM_ARAZZO_FILE, serviceBin } from './locations.js';
@@ -97,15 +96,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     await ensureSelfSignedCertificate(layout.idp.dataDir, { caDir: layout.dataDir });
     await ensureSelfSignedCertificate(layout.gateway.dataDir, { caDir: layout.dataDir });
     const trustCa = { NODE_EXTRA_CA_CERTS: layout.caFile };
-    const capabilities = probeCapabilities();
-    const bootstrap = stackBootstrap(
-      secrets,
-      capabilities.apiResources ? gatewayApiResources(layout) : undefined,
-    );
+    const bootstrap = stackBootstrap(secrets, gatewayApiResources(layout));
     await writeFile(layout.idp.bootstrapFile, stringifyYaml(bootstrap), { mode: 0o600 });
-    const upstreamAuthArgs = capabilities.upstreamAuth
-      ? requireHeaderArgs(ensureUpstreamSecret(layout.mcp.upstreamSecretFile))
-      : [];
+    const upstreamAuthArgs = requireHeaderArgs(ensureUpstreamSecret(layout.mcp.upstreamSecretFile));
 
     const idp = await progress.step(
       'identity provider',
@@ -183,7 +176,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     );
     const deployed = await progress.step(
       'deploying the /scim proxy through the management API',
-      () => deployScimProxy(layout, secrets, { upstreamAuth: capabilities.upstreamAuth }),
+      () => deployScimProxy(layout, secrets),
     );
     progress.info(`    proxy ${deployed}`);
 

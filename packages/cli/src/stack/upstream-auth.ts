@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { randomToken } from '@mcp-identity/common';
 
 /**
- * The credential between the gateway and the SCIM MCP server (contracts C2):
+ * The credential between the gateway and the SCIM MCP server (the proxy's `upstream.auth`):
  * the gateway adds this header to every upstream request, and the SCIM MCP
  * server refuses every /mcp request without it, so it answers only the gateway.
  */

@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash, X509Certificate } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium } from 'playwright-core';
@@ -22,16 +23,38 @@ export function chromiumAvailable(): boolean {
   return existsSync(CHROMIUM_PATH);
 }
 
+export interface ChromiumOptions {
+  /**
+   * PEM files of server certificates the browser accepts although no system root signed
+   * them (a test stack's HTTPS services): each is pinned by the SHA-256 of its public key,
+   * so every other certificate is still verified as usual.
+   */
+  trustedCertificates?: string[];
+}
+
+/** Chromium's pin of a certificate: the base64 SHA-256 of its SubjectPublicKeyInfo. */
+function spkiPin(pemFile: string): string {
+  const spki = new X509Certificate(readFileSync(pemFile)).publicKey.export({
+    type: 'spki',
+    format: 'der',
+  });
+  return createHash('sha256').update(spki).digest('base64');
+}
+
 /** A headless Chromium in a fresh user-data directory; `close` removes both. */
-export async function launchChromium(): Promise<{
+export async function launchChromium(options: ChromiumOptions = {}): Promise<{
   context: BrowserContext;
   close(): Promise<void>;
 }> {
   const userDataDir = mkdtempSync(join(tmpdir(), 'mcp-identity-chromium-'));
+  const pins = (options.trustedCertificates ?? []).map(spkiPin);
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [
+      ...CHROMIUM_ARGS,
+      ...(pins.length > 0 ? [`--ignore-certificate-errors-spki-list=${pins.join(',')}`] : []),
+    ],
   });
   return {
     context,
@@ -45,16 +68,22 @@ export async function launchChromium(): Promise<{
 /**
  * A describe block whose tests get a Chromium context. Without Chromium the
  * block is skipped with a message locally, and fails when CI is set, so a CI
- * machine missing the browser can never pass silently.
+ * machine missing the browser can never pass silently. `options` is read when
+ * the browser starts (after the enclosing blocks' `beforeAll`), so it may name
+ * certificates those create.
  */
-export function describeBrowser(name: string, body: (browser: () => BrowserContext) => void): void {
+export function describeBrowser(
+  name: string,
+  body: (browser: () => BrowserContext) => void,
+  options: () => ChromiumOptions = () => ({}),
+): void {
   const missing = chromiumAvailable()
     ? undefined
     : `Chromium not found at ${CHROMIUM_PATH} (install Debian's chromium, or set CHROMIUM_PATH)`;
   describeRequiring(name, missing, () => {
     let launched: Awaited<ReturnType<typeof launchChromium>> | undefined;
     beforeAll(async () => {
-      launched = await launchChromium();
+      launched = await launchChromium(options());
     });
     afterAll(async () => {
       await launched?.close();

@@ -1,4 +1,10 @@
-export { CHROMIUM_PATH, chromiumAvailable, describeBrowser, launchChromium } from './browser.js';
+export {
+  CHROMIUM_PATH,
+  type ChromiumOptions,
+  chromiumAvailable,
+  describeBrowser,
+  launchChromium,
+} from './browser.js';
 export { findExecutable, postgresBinDir } from './executables.js';
 export { type FixedUpstream, startFixedUpstream } from './fixed-upstream.js';
 export {
@@ -10,6 +16,7 @@ export {
 export { postgresMissing, startPostgres, type TestPostgres } from './postgres.js';
 export { redisMissing, startRedis, type TestRedis } from './redis.js';
 export { describeRequiring } from './requires.js';
+export { BrowserSignInProvider } from './sdk-client-provider.js';
 export { startTestServer } from './servers.js';
 export {
   freePort,

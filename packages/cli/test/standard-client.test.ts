@@ -1,0 +1,241 @@
+import { join } from 'node:path';
+import {
+  createApp,
+  createLogger,
+  type RunningServer,
+  selfSignedCertificateFiles,
+} from '@mcp-identity/common';
+import { describeBrowser, startTestServer, useTempDir } from '@mcp-identity/common/testing';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { decodeJwt } from 'jose';
+import { fetch as undiciFetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProgress } from '../src/progress.js';
+import {
+  callToolThroughGateway,
+  clientCredentialsToken,
+  trustingAgent,
+} from '../src/stack/clients.js';
+import { READ_ONLY_SCOPES } from '../src/stack/sample-data.js';
+import { type RunningStack, startStack } from '../src/stack/start.js';
+import { idpBrowserLogin } from './support/sdk-login.js';
+import { captureStream, freeStackPorts } from './support/stack-helpers.js';
+
+// `up`'s whole stack (the packages' dist/bin.js: run `npx tsc -b` first), and the official
+// MCP SDK client given nothing but the gateway's URL, as a user's MCP client would be.
+const STACK_MS = 120_000;
+const tempDir = useTempDir('cli-standard-client-');
+let stack: RunningStack;
+let callback: RunningServer;
+
+beforeAll(async () => {
+  stack = await startStack({
+    dataDir: join(tempDir(), 'data'),
+    ports: await freeStackPorts(),
+    progress: createProgress(captureStream().stream),
+    startTimeoutMs: 60_000,
+  });
+  // The client's redirect target: a real loopback listener, as a native client's would be.
+  const app = createApp({ logger: createLogger({ level: 'silent', pretty: false }) });
+  app.get('/callback', (_request, reply) => reply.type('text/html').send('<h1>Signed in</h1>'));
+  callback = await startTestServer(app);
+}, STACK_MS);
+
+afterAll(async () => {
+  await callback?.close();
+  await stack?.stop();
+}, STACK_MS);
+
+/** Node's fetch trusting only the stack's CA for HTTPS (what NODE_EXTRA_CA_CERTS gives a client). */
+function fetchTrustingStackCa(): FetchLike {
+  const dispatcher = trustingAgent(stack.layout.caFile);
+  const trusting = (url: string | URL, init?: RequestInit) =>
+    undiciFetch(url, { ...(init as object), dispatcher });
+  return trusting as unknown as FetchLike;
+}
+
+async function searchAsClientApp(userName: string): Promise<Array<{ id: string }>> {
+  const { accessToken } = await clientCredentialsToken(stack.layout, stack.secrets.clientApp, [
+    'internal_user_mgt_list',
+  ]);
+  const outcome = await callToolThroughGateway(stack.layout, accessToken, 'search_users', {
+    filter: `userName eq ${userName}`,
+    count: 1,
+  });
+  if (outcome.kind === 'refused') throw new Error(`search refused with ${outcome.status}`);
+  return (outcome.result.structuredContent as { users: Array<{ id: string }> | null }).users ?? [];
+}
+
+describeBrowser(
+  'the official MCP SDK client given only the gateway URL',
+  (browser) => {
+    const listeners = [
+      ['HTTPS', () => stack.layout.gateway.mcpUrl],
+      ['HTTP', () => stack.layout.gateway.plainMcpUrl],
+    ] as const;
+
+    it.each(listeners)(
+      'through the %s listener: discovers, registers, signs the read-only user in in Chromium, searches, and is refused delete_user with 403 insufficient_scope',
+      async (_name, mcpUrlOf) => {
+        const mcpUrl = new URL(mcpUrlOf());
+        const fetch = fetchTrustingStackCa();
+        const provider = idpBrowserLogin(
+          browser,
+          stack.secrets.readOnlyUser,
+          `${callback.url}/callback`,
+        );
+        const first = new Client({ name: 'standard-client-e2e', version: '1.0.0' });
+        await expect(
+          first.connect(
+            new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch }),
+          ),
+        ).rejects.toBeInstanceOf(UnauthorizedError);
+
+        // Registered at the IdP, sent there to sign in, with the resource it connected to and
+        // the scopes the gateway's challenge named.
+        expect(provider.client?.client_id).toEqual(expect.any(String));
+        const authorization = provider.authorizationUrls[0];
+        expect(authorization?.origin).toBe(stack.layout.idp.url);
+        expect(authorization?.searchParams.get('resource')).toBe(mcpUrl.href);
+        expect(authorization?.searchParams.get('code_challenge_method')).toBe('S256');
+        expect(authorization?.searchParams.get('scope')?.split(' ')).toEqual(
+          expect.arrayContaining(['internal_user_mgt_list', 'internal_user_mgt_delete']),
+        );
+        expect(provider.code).toEqual(expect.any(String));
+
+        const transport = new StreamableHTTPClientTransport(mcpUrl, {
+          authProvider: provider,
+          fetch,
+        });
+        await transport.finishAuth(provider.code ?? '');
+        // The token is bound to the gateway's resource and carries only what the user's role
+        // allows, however much the client asked for.
+        const claims = decodeJwt(provider.current?.access_token ?? '');
+        expect([claims.aud].flat()).toContain(mcpUrl.href);
+        expect(String(claims.scope).split(' ').sort()).toEqual([...READ_ONLY_SCOPES].sort());
+
+        const client = new Client({ name: 'standard-client-e2e', version: '1.0.0' });
+        await client.connect(transport);
+        const { tools } = await client.listTools();
+        expect(tools.map((tool) => tool.name)).toEqual(
+          expect.arrayContaining(['search_users', 'delete_user']),
+        );
+        const found = await client.callTool({
+          name: 'search_users',
+          arguments: { filter: 'userName eq alice', count: 1 },
+        });
+        expect(found.isError).toBe(false);
+        const users = (
+          found.structuredContent as { users: Array<{ id: string; userName: string }> }
+        ).users;
+        expect(users.map((user) => user.userName)).toEqual(['alice']);
+        const aliceId = users[0]?.id ?? '';
+
+        // The gateway refuses with the scope the tool needs; the SDK tries to upscope once (a
+        // refresh cannot widen what the role grants) and gives up.
+        const refused = await fetch(mcpUrl, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${provider.current?.access_token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 'delete',
+            method: 'tools/call',
+            params: { name: 'delete_user', arguments: { userId: aliceId } },
+          }),
+        });
+        expect(refused.status).toBe(403);
+        const challenge = refused.headers.get('www-authenticate') ?? '';
+        expect(challenge).toMatch(/^Bearer /);
+        expect(challenge).toContain('error="insufficient_scope"');
+        expect(challenge).toContain('scope="internal_user_mgt_delete"');
+        await expect(
+          client.callTool({ name: 'delete_user', arguments: { userId: aliceId } }),
+        ).rejects.toThrow(/403 after trying upscoping/);
+        expect(await searchAsClientApp('alice')).toEqual([
+          expect.objectContaining({ id: aliceId }),
+        ]);
+        await client.close();
+      },
+      STACK_MS,
+    );
+  },
+  () => ({
+    trustedCertificates: [selfSignedCertificateFiles(stack.layout.idp.dataDir).certPath],
+  }),
+);
+
+// MCP Inspector's web UI (0.15, the version npx resolves on Node 20) runs discovery,
+// registration and the token request from the page at http://localhost:6274, so each of
+// those endpoints, and /mcp, must answer its CORS preflight and expose the challenge.
+describe('CORS for a browser-based client (MCP Inspector at http://localhost:6274)', () => {
+  const origin = 'http://localhost:6274';
+  const fetchCa = () => fetchTrustingStackCa();
+
+  async function endpoints(): Promise<Array<[string, 'GET' | 'POST']>> {
+    const { layout } = stack;
+    const metadataOf = async (url: string) =>
+      (await (await fetchCa()(url)).json()) as Record<string, string>;
+    const idpMetadata = await metadataOf(
+      `${layout.idp.url}/.well-known/oauth-authorization-server/oauth2/token`,
+    );
+    const areaAMetadata = await metadataOf(
+      `${layout.areaA.url}/.well-known/oauth-authorization-server`,
+    );
+    return [
+      [layout.gateway.prmUrl, 'GET'],
+      [layout.gateway.mcpUrl, 'POST'],
+      [layout.gateway.plainMcpUrl, 'POST'],
+      [`${layout.idp.url}/.well-known/oauth-authorization-server/oauth2/token`, 'GET'],
+      [idpMetadata.registration_endpoint ?? '', 'POST'],
+      [idpMetadata.token_endpoint ?? '', 'POST'],
+      [`${layout.areaA.url}/.well-known/oauth-protected-resource`, 'GET'],
+      [`${layout.areaA.url}/.well-known/oauth-authorization-server`, 'GET'],
+      [areaAMetadata.registration_endpoint ?? '', 'POST'],
+      [areaAMetadata.token_endpoint ?? '', 'POST'],
+      [layout.areaA.mcpUrl, 'POST'],
+    ];
+  }
+
+  it('answers every discovery, registration, token and MCP endpoint’s preflight', async () => {
+    for (const [url, method] of await endpoints()) {
+      const preflight = await fetchCa()(url, {
+        method: 'OPTIONS',
+        headers: {
+          origin,
+          'access-control-request-method': method,
+          'access-control-request-headers': 'authorization, content-type, mcp-protocol-version',
+        },
+      });
+      expect(preflight.status, url).toBeLessThan(300);
+      expect(preflight.headers.get('access-control-allow-origin'), url).toBe(origin);
+      const allowed = (preflight.headers.get('access-control-allow-methods') ?? '').toUpperCase();
+      expect(allowed, url).toContain(method);
+    }
+  });
+
+  it('lets the page read the 401 challenge of both MCP endpoints', async () => {
+    for (const url of [stack.layout.gateway.mcpUrl, stack.layout.areaA.mcpUrl]) {
+      const response = await fetchCa()(url, {
+        method: 'POST',
+        headers: {
+          origin,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+      expect(response.status, url).toBe(401);
+      expect(response.headers.get('access-control-allow-origin'), url).toBe(origin);
+      expect(response.headers.get('access-control-expose-headers')?.toLowerCase(), url).toContain(
+        'www-authenticate',
+      );
+    }
+  });
+});
