@@ -120,7 +120,8 @@ async function upstreamCredential(stack: RunningStack): Promise<Record<string, s
 
 async function legs(stack: RunningStack): Promise<Record<'e2e' | 'mcp' | 'token' | 'scim', Leg>> {
   const { layout, secrets } = stack;
-  const idpCa = readFileSync(layout.idp.certFile, 'utf8');
+  // The stack's local CA issues both the IdP's and the gateway's certificates.
+  const stackCa = readFileSync(layout.caFile, 'utf8');
   const gatewayToken = await clientCredentialsToken(layout, secrets.clientApp, [SCOPE]);
   const backendToken = await clientCredentialsToken(layout, secrets.backendApp, [SCOPE]);
   const gatewayUrl = new URL(layout.gateway.mcpUrl);
@@ -128,7 +129,7 @@ async function legs(stack: RunningStack): Promise<Record<'e2e' | 'mcp' | 'token'
   return {
     e2e: {
       origin: gatewayUrl.origin,
-      ca: readFileSync(layout.gateway.certFile, 'utf8'),
+      ca: stackCa,
       call: searchUsersCall(gatewayUrl.pathname, {
         authorization: `Bearer ${gatewayToken.accessToken}`,
       }),
@@ -140,7 +141,7 @@ async function legs(stack: RunningStack): Promise<Record<'e2e' | 'mcp' | 'token'
     // What the MCP server asks the IdP for on every tool call (no token cache by default).
     token: {
       origin: layout.idp.url,
-      ca: idpCa,
+      ca: stackCa,
       call: {
         path: new URL(layout.idp.tokenUrl).pathname,
         method: 'POST',
@@ -159,7 +160,7 @@ async function legs(stack: RunningStack): Promise<Record<'e2e' | 'mcp' | 'token'
     // The request search_users sends (workflows/scim: POST /Users/.search).
     scim: {
       origin: layout.idp.url,
-      ca: idpCa,
+      ca: stackCa,
       call: {
         path: '/scim2/Users/.search',
         method: 'POST',
