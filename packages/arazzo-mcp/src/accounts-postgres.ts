@@ -44,6 +44,8 @@ const MIGRATIONS = [
 ];
 /** `pg_advisory_lock` key of Area A's migrations (distinct from the gateway's). */
 const MIGRATION_LOCK = '4152617122';
+/** `pg_advisory_xact_lock` key serialising the creation of the first account. */
+const FIRST_ACCOUNT_LOCK = '4152617123';
 
 /** Host and database of a connection URL, never its credentials. */
 const whereIs = (url: string) =>
@@ -142,14 +144,33 @@ export class PostgresAccountStore implements Accounts {
    * The first account, unless one exists: instances starting together on an empty database
    * create exactly one between them. Undefined when there was already an account.
    */
+  /**
+   * Creates the account only while there is none. Instances starting together race here: an
+   * `INSERT … WHERE NOT EXISTS` alone lets each see the empty table in its own snapshot, so
+   * the check runs after a transaction-scoped advisory lock, in a statement of its own (under
+   * READ COMMITTED it then sees what the lock's previous holder committed).
+   */
   async addFirst(email: string, password: string): Promise<Account | undefined> {
     const row = await newAccountRow(email, password);
-    const result = await this.query(
-      `INSERT INTO arazzo_mcp_accounts (id, email, password_hash, created_at)
-       SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM arazzo_mcp_accounts)`,
-      [row.id, row.email, row.password_hash, row.created_at],
-    );
-    return result.rowCount === 1 ? toAccount(row) : undefined;
+    const session = await this.pool.connect().catch((error: unknown) => {
+      throw isDatabaseUnavailable(error) ? new StateUnavailableError(error) : error;
+    });
+    try {
+      await session.query('BEGIN');
+      await session.query('SELECT pg_advisory_xact_lock($1)', [FIRST_ACCOUNT_LOCK]);
+      const result = await session.query(
+        `INSERT INTO arazzo_mcp_accounts (id, email, password_hash, created_at)
+         SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM arazzo_mcp_accounts)`,
+        [row.id, row.email, row.password_hash, row.created_at],
+      );
+      await session.query('COMMIT');
+      return result.rowCount === 1 ? toAccount(row) : undefined;
+    } catch (error) {
+      await session.query('ROLLBACK').catch(() => undefined);
+      throw isDatabaseUnavailable(error) ? new StateUnavailableError(error) : error;
+    } finally {
+      session.release();
+    }
   }
 
   async setPassword(email: string, password: string): Promise<Account> {
