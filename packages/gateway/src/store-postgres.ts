@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Logger } from '@mcp-identity/common';
+import { isDatabaseUnavailable, type Logger, migrateSchema } from '@mcp-identity/common';
 import pg from 'pg';
 import {
   type ManagementUserStore,
@@ -15,10 +15,7 @@ const CHANNEL = 'mcp_gateway_proxies';
 /** Serialises schema migrations of instances that start together (`pg_advisory_lock` key). */
 const MIGRATION_LOCK = '7163747015023';
 
-/**
- * Schema versions, applied in order, each in its own transaction and recorded in
- * `mcp_gateway_schema_version`. Append; never edit a released entry.
- */
+/** Schema versions for `migrateSchema`, recorded in `mcp_gateway_schema_version`. Append only. */
 const MIGRATIONS = [
   `CREATE TABLE mcp_proxies (
      id text PRIMARY KEY,
@@ -66,22 +63,14 @@ export function describeDatabase(url: string): string {
   }
 }
 
-/**
- * Connection failures, server shutdowns (SQLSTATE classes 08 and 57) and resource exhaustion
- * (53) mean the database is unavailable; any other database error is a fault of ours.
- */
+/** A unique-key clash is another instance's concurrent write; see `isDatabaseUnavailable` for 503s. */
 function translate(error: unknown): unknown {
-  if (error instanceof pg.DatabaseError) {
-    if (error.code === '23505') {
-      return new ProxyConflictError(
-        CONFLICTS[error.constraint ?? ''] ?? 'conflicts with an MCP proxy stored at the same time',
-      );
-    }
-    return ['08', '53', '57'].includes(error.code?.slice(0, 2) ?? '')
-      ? new StoreUnavailableError(error)
-      : error;
+  if (error instanceof pg.DatabaseError && error.code === '23505') {
+    return new ProxyConflictError(
+      CONFLICTS[error.constraint ?? ''] ?? 'conflicts with an MCP proxy stored at the same time',
+    );
   }
-  return new StoreUnavailableError(error);
+  return isDatabaseUnavailable(error) ? new StoreUnavailableError(error) : error;
 }
 
 const COLUMNS = 'id, definition, created_at, updated_at, deployed_at';
@@ -152,39 +141,17 @@ export class PostgresStore implements ProxyStore {
   }
 
   private async migrate(): Promise<void> {
-    const client = await this.pool.connect();
+    const session = await this.pool.connect();
     try {
-      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-      await client.query(`CREATE TABLE IF NOT EXISTS mcp_gateway_schema_version (
-        version integer PRIMARY KEY,
-        applied_at timestamptz NOT NULL DEFAULT now()
-      )`);
-      const { rows } = await client.query<{ version: number }>(
-        'SELECT coalesce(max(version), 0)::integer AS version FROM mcp_gateway_schema_version',
-      );
-      const current = rows[0]?.version ?? 0;
-      if (current > MIGRATIONS.length) {
-        throw new Error(
-          `its schema is at version ${current}, newer than this gateway's ${MIGRATIONS.length}; upgrade the gateway`,
-        );
-      }
-      for (let version = current + 1; version <= MIGRATIONS.length; version += 1) {
-        await client.query('BEGIN');
-        try {
-          await client.query(MIGRATIONS[version - 1] as string);
-          await client.query('INSERT INTO mcp_gateway_schema_version (version) VALUES ($1)', [
-            version,
-          ]);
-          await client.query('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK');
-          throw error;
-        }
-        this.logger.info({ version }, 'gateway database schema migrated');
-      }
+      await migrateSchema(session, {
+        versionTable: 'mcp_gateway_schema_version',
+        lockKey: MIGRATION_LOCK,
+        migrations: MIGRATIONS,
+        component: 'gateway',
+        onMigrated: (version) => this.logger.info({ version }, 'gateway database schema migrated'),
+      });
     } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-      client.release();
+      session.release();
     }
   }
 
