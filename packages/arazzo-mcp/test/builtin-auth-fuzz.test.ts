@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import type { RunningServer } from '@mcp-identity/common';
-import { useTempDir } from '@mcp-identity/common/testing';
+import { seededRandom, useTempDir } from '@mcp-identity/common/testing';
 import { loginFormFields } from '@mcp-identity/oauth';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,16 +45,9 @@ afterAll(async () => {
   await server?.close();
 });
 
-/** mulberry32: a small deterministic PRNG. */
+/** Helpers over a seeded generator, so a failing case can be replayed from the seed. */
 function prng(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seededRandom(seed);
   const int = (n: number) => Math.floor(next() * n);
   const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
   return { next, int, pick, chance: (p: number) => next() < p };

@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { useTempDir } from '@mcp-identity/common/testing';
+import { seededRandom, useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN,
@@ -15,16 +15,9 @@ const SEED = 0x5eed_14;
 const DATA_PLANE_CASES = 400;
 const MANAGEMENT_CASES = 250;
 
-/** mulberry32: a small deterministic PRNG, so a failing case can be replayed from the seed. */
+/** Helpers over a seeded generator, so a failing case can be replayed from the seed. */
 function prng(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seededRandom(seed);
   const int = (n: number) => Math.floor(next() * n);
   const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
   return { next, int, pick };

@@ -1,17 +1,6 @@
+import { seededRandom } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
 import { ADMIN_CLIENT, registerClient, startTestIdp, TEST_REDIRECT_URI } from './helpers.js';
-
-/** mulberry32: a small deterministic generator, so a failure replays with the same seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const SEED = 20_260_124;
 const REQUESTS = 600;
@@ -43,7 +32,7 @@ const KEYS = [
 describe('OAuth surface fuzz', async () => {
   const idp = await startTestIdp();
   const clientId = await registerClient(idp);
-  const next = random(SEED);
+  const next = seededRandom(SEED);
   const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)]!;
   const text = (): string =>
     pick([

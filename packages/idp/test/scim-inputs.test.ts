@@ -1,3 +1,4 @@
+import { seededRandom } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
 import { startTestIdp, userBody } from './helpers.js';
 
@@ -5,18 +6,6 @@ const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const SEARCH = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
 const BULK = 'urn:ietf:params:scim:api:messages:2.0:BulkRequest';
 const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
-
-/** mulberry32: a small deterministic generator, so a failure replays exactly. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('SCIM malformed inputs answer 400s, never 5xx', async () => {
   const idp = await startTestIdp();
@@ -99,7 +88,7 @@ describe('SCIM malformed inputs answer 400s, never 5xx', async () => {
   });
 
   it('a fixed-seed fuzz over Users, Groups, Roles, Agents, Bulk and .search never gets a 5xx', async () => {
-    const next = random(Number(process.env.SCIM_FUZZ_SEED ?? 0x5c1a));
+    const next = seededRandom(Number(process.env.SCIM_FUZZ_SEED ?? 0x5c1a));
     const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
     const TOKENS = [
       'userName',

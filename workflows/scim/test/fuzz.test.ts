@@ -1,3 +1,4 @@
+import { seededRandom } from '@mcp-identity/common/testing';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,18 +21,7 @@ const BODY_CASES = 150;
 const HEADER_CASES = 60;
 const CASES_PER_TOOL = 12;
 
-/** mulberry32: a tiny deterministic PRNG, so a failure replays with the same inputs. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-const random = prng(SEED);
+const random = seededRandom(SEED);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 const chance = (p: number) => random() < p;
 

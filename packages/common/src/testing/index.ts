@@ -17,6 +17,7 @@ export { postgresMissing, startPostgres, type TestPostgres } from './postgres.js
 export { redisMissing, startRedis, type TestRedis } from './redis.js';
 export { describeRequiring } from './requires.js';
 export { BrowserSignInProvider } from './sdk-client-provider.js';
+export { seededRandom } from './seeded-random.js';
 export { startTestServer } from './servers.js';
 export {
   freePort,
