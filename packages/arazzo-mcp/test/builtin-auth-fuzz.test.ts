@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import type { RunningServer } from '@mcp-identity/common';
+import { AUTHORIZATION_REQUEST_PARAMETERS, type RunningServer } from '@mcp-identity/common';
 import { seededRandom, useTempDir } from '@mcp-identity/common/testing';
 import { loginFormFields } from '@mcp-identity/oauth';
 import { Pool } from 'undici';
@@ -82,14 +82,7 @@ const CONTENT_TYPES = [
   ';;;',
 ];
 const PARAM_NAMES = [
-  'client_id',
-  'redirect_uri',
-  'response_type',
-  'code_challenge',
-  'code_challenge_method',
-  'state',
-  'scope',
-  'resource',
+  ...AUTHORIZATION_REQUEST_PARAMETERS,
   'csrf_token',
   'email',
   'password',
