@@ -8,7 +8,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -16,22 +15,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '@mcp-identity/common';
 import { KNOWN_SCOPES, startIdp } from '@mcp-identity/idp';
-
-interface AutocannonResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
-// autocannon ships no type declarations; this is the slice of its API used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  method: string;
-  connections: number;
-  duration: number;
-  headers?: Record<string, string>;
-  body?: string;
-}) => Promise<AutocannonResult>;
+import { autocannon } from './kit/autocannon.js';
 
 const SECONDS = Number(process.env.IDP_BENCH_SECONDS ?? 6);
 const CONNECTIONS = 32;

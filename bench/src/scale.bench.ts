@@ -10,7 +10,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -25,22 +24,7 @@ import {
   startPostgres,
   type TestLoadBalancer,
 } from '@mcp-identity/common/testing';
-
-interface Load {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
-// autocannon ships no type declarations; the options used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  method: 'POST';
-  connections: number;
-  duration: number;
-  headers: Record<string, string>;
-  body: string;
-}) => Promise<Load>;
+import { autocannon } from './kit/autocannon.js';
 
 const SECONDS = Number(process.env.SCALE_BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.SCALE_BENCH_ROUNDS ?? 3);

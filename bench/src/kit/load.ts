@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { autocannon } from './autocannon.js';
 
 /**
  * Closed-loop HTTP load (keep-alive connections, each sending its next request when the previous
@@ -127,24 +127,6 @@ end
     removeDir();
   }
 }
-
-interface AutocannonResult {
-  requests: { total: number; average: number };
-  latency: { p50: number; p99: number };
-  duration: number;
-  non2xx: number;
-  errors: number;
-}
-
-// autocannon ships no type declarations; this is the slice of its API used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  method: string;
-  connections: number;
-  duration: number;
-  headers: Record<string, string>;
-  body?: string;
-}) => Promise<AutocannonResult>;
 
 async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
   const result = await autocannon({
