@@ -94,7 +94,7 @@ Commands:
   token --scopes "<s>"    print a client-credentials token of the client application
   call <tool> --args '<json>' [--scopes "<s>"]
                           call a tool through the gateway with the MCP SDK client
-  demo                    run the spec's decision table against the running stack
+  demo                    run the gateway's scope decisions against the running stack
   idp <args>              the identity provider's own command (idp --help)
   gateway <args>          the gateway's own command
   arazzo-mcp <args>       the Arazzo MCP server's own command

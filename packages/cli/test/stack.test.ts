@@ -134,7 +134,7 @@ describe('the whole stack on ephemeral ports', () => {
   };
 
   it(
-    'decides the spec §5.2 table at the gateway, and denied calls never reach the MCP server',
+    'decides the per-tool scope rules at the gateway, and denied calls never reach the MCP server',
     async () => {
       const alice = await findUser('alice');
       const bob = await findUser('bob');

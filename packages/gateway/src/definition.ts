@@ -21,7 +21,7 @@ export interface UpstreamAuth {
   secretRef: string;
 }
 
-/** An MCP proxy definition (spec §2.8) after validation. */
+/** An MCP proxy definition (`kind: Mcp`) after validation. */
 export interface McpProxyDefinition {
   apiVersion: string;
   kind: 'Mcp';

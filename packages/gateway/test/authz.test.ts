@@ -7,7 +7,7 @@ import { startUpstream, TOOL_NAMES, type Upstream } from './fixtures/upstream.js
 
 const tempDir = useTempDir('gw-authz-');
 
-/** Spec §5.2 rule 6. */
+/** The SCIM proxy's rules for four tools, as in workflows/scim/gateway-rules.yaml. */
 const SCIM_RULES = [
   { name: 'search_users', scopes: { allOf: ['internal_user_mgt_list'] } },
   { name: 'delete_user', scopes: { allOf: ['internal_user_mgt_delete'] } },

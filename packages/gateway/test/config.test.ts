@@ -23,7 +23,7 @@ max_request_body_bytes = 2048
 idle_timeout = "2m"
 `;
 
-// Appended exactly as the spec (§2.10) and WSO2's docs write it, in camelCase.
+// Appended exactly as WSO2's docs write it, in camelCase.
 const APPENDED = `
 [policy_configurations.mcpauth_v1]
 gatewayUrl = "https://gw.example.com/"

@@ -58,9 +58,9 @@ function scopesOf(claims: JWTPayload): string[] {
 }
 
 /**
- * An `onRequest` hook protecting `<basePath><mcpPath>` and everything under it (spec §5.1):
- * no or invalid token → 401 with the spec's exact challenge; a valid token without
- * `mcp:tools` → 403 `insufficient_scope` (design §4). Other paths pass untouched.
+ * An `onRequest` hook protecting `<basePath><mcpPath>` and everything under it: no or
+ * invalid token → 401 with `Bearer realm="mcp", resource_metadata=…` (RFC 9728 §5.1); a valid
+ * token without `mcp:tools` → 403 `insufficient_scope` (RFC 6750 §3.1). Other paths pass untouched.
  */
 export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHandler {
   const algorithms = options.algorithms.filter((alg) => alg.toLowerCase() !== 'none');

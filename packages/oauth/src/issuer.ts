@@ -49,7 +49,7 @@ function firstHeader(request: FastifyRequest, name: string): string | undefined 
 }
 
 /**
- * Spec §2.3: `<issuer>` is scheme, host and path base of the request with any trailing `/`
+ * `<issuer>` is scheme, host and path base of the request with any trailing `/`
  * removed. Forwarded headers are believed only when the operator says a proxy sets them.
  */
 export function createIssuerResolver(options: IssuerOptions): IssuerResolver {

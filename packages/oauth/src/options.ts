@@ -15,7 +15,7 @@ export type LoginFailureReason =
 export type LoginResult = { ok: true; userId: string } | { ok: false; reason: LoginFailureReason };
 
 /**
- * The host application's own login operation (spec §5.1 rule 6), called with remember-me
+ * The host application's own e-mail and password login operation, called with remember-me
  * false: it must verify the credentials and must not start a persistent session.
  */
 export type LoginHook = (credentials: { email: string; password: string }) => Promise<LoginResult>;

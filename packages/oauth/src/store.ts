@@ -1,7 +1,7 @@
 import type { ClientDisplay } from './client-metadata.js';
 
 /**
- * Area A state (spec §1 item 5, §8): clients, codes, authorization transactions and refresh
+ * Area A state: clients, codes, authorization transactions and refresh
  * tokens. The plugin talks to this interface only, so a shared store can replace the
  * in-memory one. Codes and refresh tokens are keyed by the SHA-256 of their value, so the
  * store never holds a usable credential. Implementations must make `consumeCode`,
@@ -9,7 +9,7 @@ import type { ClientDisplay } from './client-metadata.js';
  * same key, exactly one wins.
  */
 
-/** Spec §2.2, plus the registered redirect URIs and display metadata (RFC 7591 §2). */
+/** A dynamic client (24-hour lifetime), plus the registered redirect URIs and display metadata (RFC 7591 §2). */
 export interface RegisteredClient extends ClientDisplay {
   clientId: string;
   redirectUris: string[];
@@ -17,7 +17,7 @@ export interface RegisteredClient extends ClientDisplay {
   expiresAt: number;
 }
 
-/** Spec §2.1, plus the grant the code starts (the family of its refresh tokens). */
+/** A single-use, 2-minute authorization code's bindings, plus the grant the code starts (the family of its refresh tokens). */
 export interface AuthorizationCodeEntry {
   userId: string;
   clientId: string;
@@ -91,7 +91,7 @@ interface StoredRefreshToken extends RefreshTokenEntry {
   used: boolean;
 }
 
-/** The default store: process memory, lost on restart (spec §1 item 5). */
+/** The default store: process memory, lost on restart. */
 export class MemoryOAuthStore implements OAuthStore {
   readonly #clients = new Map<string, RegisteredClient>();
   readonly #codes = new Map<string, AuthorizationCodeEntry>();

@@ -28,7 +28,7 @@ describe('a strict OAuth client (oauth4webapi)', () => {
     );
     expect(as.code_challenge_methods_supported).toEqual(['S256']);
 
-    // Registration goes through fetch: the spec answers 200, oauth4webapi insists on RFC 7591's 201.
+    // Registration goes through fetch: Area A answers 200, oauth4webapi insists on RFC 7591's 201.
     const client: oauth.Client = { client_id: await registerClient(host.url) };
     const verifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();

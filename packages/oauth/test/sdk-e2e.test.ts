@@ -22,7 +22,7 @@ describe('end to end with the official MCP SDK client', () => {
       first.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider })),
     ).rejects.toBeInstanceOf(UnauthorizedError);
 
-    // Discovery and registration happened; the authorize URL carries what the spec requires.
+    // Discovery and registration happened; the authorize URL carries PKCE S256 and the resource.
     expect(provider.clientInfo?.client_id).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const authorizeUrl = provider.authorizationUrls[0];
     expect(authorizeUrl?.origin + (authorizeUrl?.pathname ?? '')).toBe(

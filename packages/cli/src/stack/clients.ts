@@ -11,7 +11,7 @@ export function trustingAgent(certFile: string): Agent {
   return new Agent({ connect: { ca: readFileSync(certFile, 'utf8') } });
 }
 
-/** A client-credentials token from the identity provider (HTTP Basic, spec §4.3). */
+/** A client-credentials token from the identity provider (HTTP Basic, RFC 6749 §4.4). */
 export async function clientCredentialsToken(
   layout: StackLayout,
   client: { clientId: string; clientSecret: string },

@@ -11,8 +11,9 @@ import { upstreamAuth } from './upstream-auth.js';
 
 /**
  * The gateway's TOML configuration: its listeners on loopback, the admin user,
- * and the embedded identity provider as key manager (spec §2.10). The IdP's
- * self-signed certificate is trusted by path rather than skipping verification.
+ * and the embedded identity provider as key manager
+ * (`policy_configurations.jwtauth_v1.keymanagers`). The IdP's self-signed
+ * certificate is trusted by path rather than skipping verification.
  */
 export async function writeGatewayConfig(
   layout: StackLayout,
@@ -60,7 +61,7 @@ export async function writeGatewayConfig(
   await writeFile(layout.gateway.configFile, header + stringifyToml(config), { mode: 0o600 });
 }
 
-/** The proxy of spec §2.8: mcp-auth for the client application, one mcp-authz rule per tool. */
+/** The `Mcp` proxy definition: mcp-auth for the client application, one mcp-authz rule per tool. */
 export function scimProxyDefinition(
   layout: StackLayout,
   secrets: StackSecrets,

@@ -10,7 +10,7 @@ export interface StackPorts {
   areaA: number;
 }
 
-/** design.md §2: the embedded stack's default addresses. */
+/** The embedded stack's default addresses (the table in ARCHITECTURE.md). */
 export const DEFAULT_PORTS: StackPorts = {
   idp: 9443,
   mcp: 5000,

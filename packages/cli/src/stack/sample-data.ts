@@ -118,7 +118,7 @@ function readOnlyUser(secrets: StackSecrets): Record<string, unknown> {
 
 /**
  * What the embedded identity provider holds after bootstrap: the two
- * machine-to-machine applications of spec §5.2 (all scopes, JWT tokens), the
+ * machine-to-machine applications (client and backend: all SCIM scopes, JWT tokens), the
  * custom attributes the profile tool writes, and sample people, groups and roles.
  */
 export function stackBootstrap(

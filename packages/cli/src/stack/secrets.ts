@@ -4,7 +4,7 @@ import { randomToken } from '@mcp-identity/common';
 
 /** Credentials the stack generates once and reuses on every later start. */
 export interface StackSecrets {
-  /** Its tokens go to the gateway (spec §5.2 rule 1). */
+  /** Its tokens go to the gateway, which accepts only its client id as audience. */
   clientApp: { clientId: string; clientSecret: string };
   /** Its credentials go to the SCIM MCP server as SCIM_OAUTH2_* and AI_OAUTH2_*. */
   backendApp: { clientId: string; clientSecret: string };

@@ -35,7 +35,7 @@ const authGroup = {
   properties: { enabled: { type: 'boolean' }, exceptions: stringList },
 };
 
-/** `mcp-auth` v1: spec §2.9 plus WSO2's per-group `{enabled, exceptions}` switches. */
+/** `mcp-auth` v1 (issuers, audiences, requiredScopes, forwardToken) plus WSO2's per-group `{enabled, exceptions}` switches. */
 const MCP_AUTH_V1 = {
   type: 'object',
   additionalProperties: false,

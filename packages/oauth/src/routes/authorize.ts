@@ -14,7 +14,7 @@ import { renderErrorPage, renderLoginPage, sendHtml } from '../html.js';
 import type { LoginFailureReason } from '../options.js';
 import { CODE_TTL_MS, SCOPE, TRANSACTION_TTL_MS } from '../options.js';
 
-/** The validated authorize parameters (spec §2.6). */
+/** The validated authorize parameters (RFC 6749 §4.1.1, RFC 7636 §4.3). */
 interface AuthorizeRequest {
   clientId: string;
   /** What the client registered about itself, shown on the login page. */
@@ -44,7 +44,7 @@ function readParams(
 }
 
 /**
- * Spec §4.1 rule 1, identical for GET and POST. Nothing here redirects: until client and
+ * Client, redirect URI, response type and PKCE method, identical for GET and POST. Nothing here redirects: until client and
  * redirect URI are known to be good, the browser must not be sent anywhere (RFC 9700 §4.11).
  */
 async function validateAuthorize(

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { SCOPE } from '../options.js';
 
-/** Spec §2.3: the same document at the root and at the path derived from `<issuer>/mcp`. */
+/** RFC 9728: the same document at the root and at the path derived from `<issuer>/mcp`. */
 export function protectedResourceMetadata(issuer: string) {
   return {
     resource: `${issuer}/mcp`,
@@ -11,7 +11,7 @@ export function protectedResourceMetadata(issuer: string) {
   };
 }
 
-/** Spec §2.4, exact values; the additive fields describe behaviour the server really has. */
+/** RFC 8414, with Area A's fixed values; the additive fields describe behaviour the server really has. */
 export function authorizationServerMetadata(issuer: string, hasJwks: boolean) {
   return {
     issuer,

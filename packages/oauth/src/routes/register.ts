@@ -27,9 +27,9 @@ function readBody(request: FastifyRequest): Record<string, unknown> {
 }
 
 /**
- * Spec §2.5: `redirect_uris` counts only as an array; empty and null entries are dropped.
- * A body that is not a JSON object registers a client without redirect URIs (registration
- * "always" succeeds, spec §3).
+ * `redirect_uris` counts only as an array; empty and null entries are dropped. A body that
+ * is not a JSON object registers a client without redirect URIs: registration only fails on
+ * a redirect URI it refuses.
  */
 function readRedirectUris(body: Record<string, unknown>): RedirectUris {
   const raw = body.redirect_uris;
@@ -57,7 +57,7 @@ export async function registerRegistrationRoute(
     limit: ctx.limits.registrationsPerIpPerHour,
     windowMs: 3_600_000,
   });
-  // Its own context: the body is read as text whatever the content type, so the spec's
+  // Its own context: the body is read as text whatever the content type, so the
   // "only when the content type contains application/json" rule is ours to apply.
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();

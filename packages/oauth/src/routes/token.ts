@@ -91,7 +91,10 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
     });
   }
 
-  /** Spec §4.1 rule 3, in this order: consume, bindings, PKCE, issue. */
+  /**
+   * In this order: consume the code atomically, check its client and redirect URI, PKCE,
+   * issue. A failed check leaves the code consumed (RFC 6749 §4.1.2: single use).
+   */
   async function authorizationCodeGrant(request: FastifyRequest, reply: FastifyReply) {
     const issuer = ctx.issuer(request);
     const params = required(request.body, ['code', 'client_id', 'redirect_uri', 'code_verifier']);
