@@ -1,8 +1,12 @@
 import { connect } from 'node:net';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ChildGateway, startChildGateway } from './fixtures/child-gateway.js';
 import { proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import {
+  type GatewayProcess,
+  startGatewayProcess,
+  writeGatewayConfig,
+} from './fixtures/gateway-process.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { postMcp } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
@@ -44,12 +48,12 @@ function stalledPost(url: string, path: string, declared: number, body: Buffer, 
 describe('unauthenticated bodies against a gateway child process', () => {
   let km: KeyManager;
   let upstream: Upstream;
-  let gateway: ChildGateway;
+  let gateway: GatewayProcess;
 
   beforeAll(async () => {
     km = await startKeyManager();
     upstream = await startUpstream();
-    gateway = await startChildGateway({ dataDir: tempDir(), keyManager: km });
+    gateway = await startGatewayProcess(await writeGatewayConfig(tempDir(), { keyManager: km }));
     const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
     const deployed = await gateway.deploy(
       proxyDefinition('scim-v1.0', '/scim', upstream.mcpUrl, [auth]),

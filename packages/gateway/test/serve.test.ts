@@ -3,7 +3,7 @@ import { networkInterfaces } from 'node:os';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { resolveConfig } from '@mcp-identity/gateway';
 import { describe, expect, it } from 'vitest';
-import { startChildGateway } from './fixtures/child-gateway.js';
+import { startGatewayProcess, writeGatewayConfig } from './fixtures/gateway-process.js';
 
 const tempDir = useTempDir('gw-serve-');
 
@@ -31,7 +31,9 @@ function reachable(host: string, port: number): Promise<boolean> {
 describe('gateway serve', () => {
   it('binds loopback unless listeners.host says otherwise, and logs the configuration in use', async () => {
     expect(resolveConfig({}).host).toBe('127.0.0.1');
-    const gateway = await startChildGateway({ dataDir: tempDir(), defaultHost: true });
+    const gateway = await startGatewayProcess(
+      await writeGatewayConfig(tempDir(), { defaultHost: true }),
+    );
     try {
       expect(gateway.started.host).toBe('127.0.0.1');
       expect(gateway.started.configuration).toBe(gateway.configFile);
