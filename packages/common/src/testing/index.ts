@@ -16,7 +16,7 @@ export {
 export { postgresMissing, startPostgres, type TestPostgres } from './postgres.js';
 export { redisMissing, startRedis, type TestRedis } from './redis.js';
 export { describeRequiring } from './requires.js';
-export { BrowserSignInProvider } from './sdk-client-provider.js';
+export { BrowserSignInProvider, SignInClientProvider } from './sdk-client-provider.js';
 export { seededRandom } from './seeded-random.js';
 export { startTestServer } from './servers.js';
 export {
@@ -25,4 +25,5 @@ export {
   type ServiceProcessOptions,
   startServiceProcess,
 } from './service-process.js';
+export { serveStatelessMcp } from './stateless-mcp.js';
 export { useTempDir } from './temp.js';

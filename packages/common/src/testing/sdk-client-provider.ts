@@ -7,26 +7,28 @@ import type {
 import type { BrowserContext, Page } from 'playwright-core';
 
 /**
- * An MCP SDK OAuth client provider whose user signs in in Chromium, as a desktop client's
- * user would: a public client (PKCE, no secret) with one loopback redirect URI that sends
- * `state`. `signIn` fills the authorization server's own login form on the opened page; the
- * browser then lands on `redirectUrl` (a real listener), and the code is kept. Everything the
- * SDK hands over is kept too, so a test can inspect it.
+ * The plumbing of an MCP SDK OAuth client provider that plays a public client (PKCE, no
+ * secret) with one redirect URI and sends `state`: it keeps everything the SDK hands over,
+ * so a test can inspect it. A subclass only says how the user signs in at the authorization
+ * URL (`signInAt`, resolving with the URL the authorization server redirected to); the code
+ * is kept once that redirect carries the `state` sent.
  */
-export class BrowserSignInProvider implements OAuthClientProvider {
+export abstract class SignInClientProvider implements OAuthClientProvider {
   client: OAuthClientInformationMixed | undefined;
   current: OAuthTokens | undefined;
+  /** Every token set the SDK saved, in order. */
+  savedTokens: OAuthTokens[] = [];
   authorizationUrls: URL[] = [];
   code: string | undefined;
   #verifier = '';
   #state = '';
 
   constructor(
-    private readonly browser: () => BrowserContext,
     private readonly clientName: string,
     readonly redirectUrl: string,
-    private readonly signIn: (page: Page) => Promise<void>,
   ) {}
+
+  protected abstract signInAt(authorizationUrl: URL): Promise<URL>;
 
   get clientMetadata(): OAuthClientMetadata {
     return {
@@ -57,6 +59,7 @@ export class BrowserSignInProvider implements OAuthClientProvider {
 
   saveTokens(tokens: OAuthTokens): void {
     this.current = tokens;
+    this.savedTokens.push(tokens);
   }
 
   saveCodeVerifier(verifier: string): void {
@@ -70,6 +73,28 @@ export class BrowserSignInProvider implements OAuthClientProvider {
   async redirectToAuthorization(url: URL): Promise<void> {
     this.authorizationUrls.push(url);
     this.code = undefined;
+    const landed = await this.signInAt(url);
+    if (landed.searchParams.get('state') !== this.#state) throw new Error('state mismatch');
+    this.code = landed.searchParams.get('code') ?? undefined;
+  }
+}
+
+/**
+ * A provider whose user signs in in Chromium, as a desktop client's user would: `signIn`
+ * fills the authorization server's own login form on the opened page; the browser then lands
+ * on `redirectUrl` (a real listener).
+ */
+export class BrowserSignInProvider extends SignInClientProvider {
+  constructor(
+    private readonly browser: () => BrowserContext,
+    clientName: string,
+    redirectUrl: string,
+    private readonly signIn: (page: Page) => Promise<void>,
+  ) {
+    super(clientName, redirectUrl);
+  }
+
+  protected async signInAt(url: URL): Promise<URL> {
     const page = await this.browser().newPage();
     try {
       const response = await page.goto(url.href);
@@ -78,9 +103,7 @@ export class BrowserSignInProvider implements OAuthClientProvider {
         page.waitForURL((landed) => landed.href.startsWith(this.redirectUrl)),
         this.signIn(page),
       ]);
-      const landed = new URL(page.url());
-      if (landed.searchParams.get('state') !== this.#state) throw new Error('state mismatch');
-      this.code = landed.searchParams.get('code') ?? undefined;
+      return new URL(page.url());
     } finally {
       await page.close();
     }
