@@ -9,16 +9,20 @@ import {
   normalizeOrigin,
   renderConfigHelp,
 } from '@mcp-identity/common';
-import { AccountError, AccountStore, type Accounts, generatePassword } from './accounts.js';
-import { PostgresAccountStore } from './accounts-postgres.js';
-import { DEFAULT_ADMIN_EMAIL, DEFAULT_DATA_DIR, describeInitialAccount } from './builtin-auth.js';
+import { AccountError, AccountStore, type Accounts, generatePassword } from '../auth/accounts.js';
+import { PostgresAccountStore } from '../auth/accounts-postgres.js';
+import {
+  DEFAULT_ADMIN_EMAIL,
+  DEFAULT_DATA_DIR,
+  describeInitialAccount,
+} from '../auth/builtin-auth.js';
 import {
   HEADER_NAME_PATTERN,
   REQUIRED_HEADER_VALUE_ENV,
   type RequiredHeader,
-} from './required-header.js';
-import { openArazzoMcp, serveArazzoMcpStdio, startArazzoMcpHttp } from './service.js';
-import { ToolShapeError } from './tools.js';
+} from '../http/required-header.js';
+import { openArazzoMcp, serveArazzoMcpStdio, startArazzoMcpHttp } from '../service.js';
+import { ToolShapeError } from '../tools/shape.js';
 
 const documentFields = defineConfig({
   arazzo: {

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import type { WorkflowTool } from './tools.js';
+import type { WorkflowTool } from './shape.js';
 
 export type ArgumentsResult =
   | {

@@ -1,7 +1,7 @@
 import type { WorkflowResult } from '@mcp-identity/arazzo';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { pythonDictRepr, pythonStrRepr } from './python-repr.js';
-import type { WorkflowTool } from './tools.js';
+import type { WorkflowTool } from './shape.js';
 
 /** How results are reported. Defaults reproduce the reference (spec §2.11 rules 4–5). */
 export interface ResultOptions {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolCatalog } from './catalog.js';
+import type { ToolCatalog } from '../tools/catalog.js';
 
 export interface ServerInfo {
   name: string;
@@ -9,7 +9,7 @@ export interface ServerInfo {
 }
 
 const packageVersion = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     version: string;
   }
 ).version;
