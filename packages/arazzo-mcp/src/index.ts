@@ -18,15 +18,16 @@ export {
   setUpBuiltinAuth,
 } from './auth/builtin-auth.js';
 export {
+  type AccountAction,
   type AccountsOptions,
-  type CliIo,
   type Command,
   type DocumentOptions,
-  HELP,
   parseCommandLine,
-  runCli,
   type ServeOptions,
-} from './cli/run.js';
+} from './cli/command-line.js';
+export { HELP } from './cli/help.js';
+export type { CliIo } from './cli/io.js';
+export { runCli } from './cli/run.js';
 export {
   type ArazzoMcpAppOptions,
   createArazzoMcpApp,
