@@ -42,7 +42,8 @@ function sendError(reply: FastifyReply, status: number, error: string, message: 
 
 function credentialsOf(body: unknown): { email: string; password: string } | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
-  const { email, password } = body as Record<string, unknown>;
+  const email = 'email' in body ? body.email : undefined;
+  const password = 'password' in body ? body.password : undefined;
   if (typeof email !== 'string' || typeof password !== 'string') return undefined;
   if (email.trim() === '' || password === '') return undefined;
   return { email, password };

@@ -10,7 +10,7 @@ export interface ToolShapeOptions {
   paramDescriptions?: boolean;
 }
 
-export type ParameterType = 'integer' | 'number' | 'string' | 'boolean';
+export type ParameterType = (typeof SCALAR_TYPES)[number];
 
 export interface ToolParameter {
   /** The MCP argument name (see toParameterName). */
@@ -50,7 +50,11 @@ export class ToolShapeError extends Error {
   }
 }
 
-const SCALAR_TYPES: readonly string[] = ['integer', 'number', 'string', 'boolean'];
+const SCALAR_TYPES = ['integer', 'number', 'string', 'boolean'] as const;
+
+function isParameterType(type: string | undefined): type is ParameterType {
+  return SCALAR_TYPES.some((scalar) => scalar === type);
+}
 
 /** One tool per workflow; throws ToolShapeError listing every naming problem at once. */
 export function buildTools(
@@ -97,7 +101,7 @@ function buildTool(
     const parameter: ToolParameter = {
       name: toParameterName(inputName),
       inputName,
-      type: SCALAR_TYPES.includes(declaredType ?? '') ? (declaredType as ParameterType) : 'string',
+      type: isParameterType(declaredType) ? declaredType : 'string',
       ...(declaredType === 'object' || declaredType === 'array' ? { jsonKind: declaredType } : {}),
       required: !options.honorRequired || requiredInputs.has(inputName),
     };
