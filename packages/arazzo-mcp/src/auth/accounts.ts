@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { hashSecret, randomToken, verifySecret } from '@mcp-identity/common';
 import Database from 'better-sqlite3';
 
-/** An end user of Area A's built-in login (spec §5.1 rule 6). */
+/** An end user of Area A's built-in login, who signs in with an e-mail address and a password. */
 export interface Account {
   id: string;
   email: string;

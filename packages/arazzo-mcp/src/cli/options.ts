@@ -29,13 +29,14 @@ export const documentFields = defineConfig({
 export const shapeFields = defineConfig({
   honorRequired: {
     type: 'boolean',
-    description: "Only inputs in the workflow's `required` list are required (spec: all are)",
+    description:
+      "Only inputs in the workflow's `required` list are required (default: every input is)",
     env: 'ARAZZO_MCP_HONOR_REQUIRED',
     default: false,
   },
   paramDescriptions: {
     type: 'boolean',
-    description: 'Send input descriptions with the parameters (spec: no descriptions)',
+    description: 'Send input descriptions with the parameters (default: none)',
     env: 'ARAZZO_MCP_PARAM_DESCRIPTIONS',
     default: false,
   },
@@ -144,20 +145,22 @@ export const serveFields = defineConfig({
   },
   resultFormat: {
     type: 'string',
-    description: 'Tool result text: python (a Python dict repr, as the spec) or json',
+    description:
+      'Tool result text: python (a Python dict repr, as the reference server prints) or json',
     env: 'ARAZZO_MCP_RESULT_FORMAT',
     default: 'python',
     schema: { enum: RESULT_FORMATS },
   },
   httpErrorsAsToolErrors: {
     type: 'boolean',
-    description: 'Return failed workflows with isError: true (spec: false, "Workflow Success")',
+    description: 'Return failed workflows with isError: true (default: false, "Workflow Success")',
     env: 'ARAZZO_MCP_HTTP_ERRORS_AS_TOOL_ERRORS',
     default: false,
   },
   tokenCache: {
     type: 'boolean',
-    description: 'Reuse client-credentials tokens until 30 s before expiry (spec: one per call)',
+    description:
+      'Reuse client-credentials tokens until 30 s before expiry (default: one per tool call)',
     env: 'ARAZZO_MCP_TOKEN_CACHE',
     default: false,
   },

@@ -18,7 +18,8 @@ const ajv = new Ajv({ allErrors: true });
 
 /**
  * Checks a tool call's arguments against the tool's input schema (no type coercion: a
- * mistyped argument is a schema error, spec §2.11 rule 3), then maps them to workflow inputs.
+ * mistyped argument is a schema error, as the MCP SDK's McpServer reports it), then maps them
+ * to workflow inputs.
  * Unknown arguments are ignored, as MCP SDK servers do.
  */
 export function createArgumentReader(tool: WorkflowTool): ArgumentReader {

@@ -2,7 +2,10 @@ import type { WorkflowSummary } from '@mcp-identity/arazzo';
 import { cleanDocstring } from './docstring.js';
 import { camelToSnake, TOOL_NAME_PATTERN, toParameterName } from './naming.js';
 
-/** How tools are shaped. Defaults reproduce the reference (spec §2.11 rules 1–3). */
+/**
+ * How tools are shaped. Defaults reproduce the reference server (description from the summary,
+ * every input required, no parameter descriptions); the package README, *Tools*, has the rules.
+ */
 export interface ToolShapeOptions {
   /** Mark only the inputs the workflow lists in `required` as required (default: all). */
   honorRequired?: boolean;
