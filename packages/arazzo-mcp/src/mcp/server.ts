@@ -8,11 +8,9 @@ export interface ServerInfo {
   version: string;
 }
 
-const packageVersion = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  }
-).version;
+const packageVersion = String(
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version,
+);
 
 export const DEFAULT_SERVER_INFO: ServerInfo = { name: 'arazzo-mcp', version: packageVersion };
 
