@@ -30,13 +30,13 @@ export const shapeFields = defineConfig({
   honorRequired: {
     type: 'boolean',
     description:
-      "Only inputs in the workflow's `required` list are required (default: every input is)",
+      "Only inputs in the workflow's `required` list are required (otherwise every input is)",
     env: 'ARAZZO_MCP_HONOR_REQUIRED',
     default: false,
   },
   paramDescriptions: {
     type: 'boolean',
-    description: 'Send input descriptions with the parameters (default: none)',
+    description: 'Send input descriptions with the parameters (otherwise none are sent)',
     env: 'ARAZZO_MCP_PARAM_DESCRIPTIONS',
     default: false,
   },
@@ -153,14 +153,15 @@ export const serveFields = defineConfig({
   },
   httpErrorsAsToolErrors: {
     type: 'boolean',
-    description: 'Return failed workflows with isError: true (default: false, "Workflow Success")',
+    description:
+      'Return failed workflows with isError: true (otherwise isError is false: "Workflow Success")',
     env: 'ARAZZO_MCP_HTTP_ERRORS_AS_TOOL_ERRORS',
     default: false,
   },
   tokenCache: {
     type: 'boolean',
     description:
-      'Reuse client-credentials tokens until 30 s before expiry (default: one per tool call)',
+      'Reuse client-credentials tokens until 30 s before expiry (otherwise one token per tool call)',
     env: 'ARAZZO_MCP_TOKEN_CACHE',
     default: false,
   },
