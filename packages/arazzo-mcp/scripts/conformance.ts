@@ -1,6 +1,6 @@
 /**
  * Runs the official MCP conformance suite (@modelcontextprotocol/conformance) against
- * `arazzo-mcp serve --auth builtin` (research mcp-auth.md §1.8):
+ * `arazzo-mcp serve --auth builtin`, the checks an MCP client's authorization relies on:
  *
  *  1. starts the bin on a free port with a fresh data directory and the repository's SCIM
  *     workflows, and reads the first account's password from its output;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { text } from 'node:stream/consumers';
 import { runMain } from '@mcp-identity/common';
-import { runCli } from './cli.js';
+import { runCli } from './cli/run.js';
 
 runMain(
   () =>

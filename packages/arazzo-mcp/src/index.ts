@@ -6,10 +6,9 @@ export {
   type Accounts,
   generatePassword,
   normalizeEmail,
-} from './accounts.js';
-export { PostgresAccountStore } from './accounts-postgres.js';
-export { type AppLoginOptions, appLoginRoutes, LOGIN_PATH, ME_PATH } from './app-login.js';
-export { type ArgumentReader, type ArgumentsResult, createArgumentReader } from './arguments.js';
+} from './auth/accounts.js';
+export { PostgresAccountStore } from './auth/accounts-postgres.js';
+export { type AppLoginOptions, appLoginRoutes, LOGIN_PATH, ME_PATH } from './auth/app-login.js';
 export {
   type BuiltinAuth,
   type BuiltinAuthOptions,
@@ -17,42 +16,32 @@ export {
   DEFAULT_DATA_DIR,
   describeInitialAccount,
   setUpBuiltinAuth,
-} from './builtin-auth.js';
+} from './auth/builtin-auth.js';
 export {
-  type CatalogLogger,
-  createToolCatalog,
-  type ToolCatalog,
-  type ToolCatalogOptions,
-  type WorkflowRunner,
-} from './catalog.js';
-export {
+  type AccountAction,
   type AccountsOptions,
-  type CliIo,
   type Command,
   type DocumentOptions,
-  HELP,
   parseCommandLine,
-  runCli,
   type ServeOptions,
-} from './cli.js';
-export { cleanDocstring } from './docstring.js';
+} from './cli/command-line.js';
+export { HELP } from './cli/help.js';
+export type { CliIo } from './cli/io.js';
+export { runCli } from './cli/run.js';
 export {
   type ArazzoMcpAppOptions,
   createArazzoMcpApp,
   HEALTH_PATH,
   type HttpAuth,
   MCP_PATH,
-} from './http.js';
-export { createMcpServer, DEFAULT_SERVER_INFO, type ServerInfo } from './mcp-server.js';
-export { camelToSnake, TOOL_NAME_PATTERN, toParameterName } from './naming.js';
-export { pythonDictRepr, pythonRepr, pythonStrRepr } from './python-repr.js';
+} from './http/app.js';
 export {
   HEADER_NAME_PATTERN,
   REQUIRED_HEADER_VALUE_ENV,
   type RequiredHeader,
   requireHeader,
-} from './required-header.js';
-export { invalidArgumentsResult, type ResultOptions, toCallToolResult } from './results.js';
+} from './http/required-header.js';
+export { createMcpServer, DEFAULT_SERVER_INFO, type ServerInfo } from './mcp/server.js';
 export {
   AREA_A_PORT,
   type ArazzoMcpHttpOptions,
@@ -64,6 +53,22 @@ export {
   tlsVerifyFromEnv,
 } from './service.js';
 export {
+  type ArgumentReader,
+  type ArgumentsResult,
+  createArgumentReader,
+} from './tools/arguments.js';
+export {
+  type CatalogLogger,
+  createToolCatalog,
+  type ToolCatalog,
+  type ToolCatalogOptions,
+  type WorkflowRunner,
+} from './tools/catalog.js';
+export { cleanDocstring } from './tools/docstring.js';
+export { camelToSnake, TOOL_NAME_PATTERN, toParameterName } from './tools/naming.js';
+export { pythonDictRepr, pythonRepr, pythonStrRepr } from './tools/python-repr.js';
+export { invalidArgumentsResult, type ResultOptions, toCallToolResult } from './tools/results.js';
+export {
   buildTools,
   type JsonObjectSchema,
   type ParameterType,
@@ -71,4 +76,4 @@ export {
   ToolShapeError,
   type ToolShapeOptions,
   type WorkflowTool,
-} from './tools.js';
+} from './tools/shape.js';

@@ -1,11 +1,15 @@
 import { createRunner, type LoadedArazzo, loadArazzo } from '@mcp-identity/arazzo';
 import { createLogger, type Logger, type RunningServer, startServer } from '@mcp-identity/common';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { type BuiltinAuth, type BuiltinAuthOptions, setUpBuiltinAuth } from './builtin-auth.js';
-import { createToolCatalog, type ToolCatalog, type ToolCatalogOptions } from './catalog.js';
-import { createArazzoMcpApp } from './http.js';
-import { createMcpServer, type ServerInfo } from './mcp-server.js';
-import type { RequiredHeader } from './required-header.js';
+import {
+  type BuiltinAuth,
+  type BuiltinAuthOptions,
+  setUpBuiltinAuth,
+} from './auth/builtin-auth.js';
+import { createArazzoMcpApp } from './http/app.js';
+import type { RequiredHeader } from './http/required-header.js';
+import { createMcpServer, type ServerInfo } from './mcp/server.js';
+import { createToolCatalog, type ToolCatalog, type ToolCatalogOptions } from './tools/catalog.js';
 
 export interface ArazzoMcpOptions extends Omit<ToolCatalogOptions, 'logger'> {
   /** Path or http(s) URL of the Arazzo document. */

@@ -136,7 +136,7 @@ describe('serve --auth builtin: the application login', () => {
 });
 
 describe('serve --auth builtin: the guard in front of /mcp', () => {
-  it('answers 401 with exactly the spec challenge without a token', async () => {
+  it('answers 401 with exactly the resource-metadata Bearer challenge without a token', async () => {
     const response = await postMcp();
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe(

@@ -3,7 +3,7 @@ import { ConfigError } from '@mcp-identity/common';
 import { describe, expect, it } from 'vitest';
 
 describe('command line', () => {
-  it('applies the spec defaults to serve', () => {
+  it('applies the documented defaults to serve', () => {
     expect(parseCommandLine(['serve', '--arazzo', 'w.arazzo.yaml'], {})).toEqual({
       name: 'serve',
       options: expect.objectContaining({

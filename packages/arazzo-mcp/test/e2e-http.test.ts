@@ -51,7 +51,7 @@ afterAll(async () => {
 });
 
 describe('arazzo-mcp over Streamable HTTP against a fixture API', () => {
-  it('lists one tool per workflow, shaped as the spec says', async () => {
+  it('lists one tool per workflow, shaped as the reference server shapes them', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => [t.name, t.description])).toEqual([
       [

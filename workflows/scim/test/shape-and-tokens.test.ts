@@ -27,7 +27,7 @@ const workflows = (parseYaml(readFileSync(ARAZZO_FILE, 'utf8')) as { workflows: 
 const GATEWAY_RULES = fileURLToPath(new URL('../gateway-rules.yaml', import.meta.url));
 type GatewayRule = { name: string; scopes: { allOf?: string[]; anyOf?: string[] } };
 
-/** Spec §4.4. */
+/** The 21 tools of the pack (workflows/scim/README.md). */
 const TOOLS = [
   'list_users',
   'search_users',
@@ -111,7 +111,7 @@ describe('the pack as data', () => {
       if (rule.scopes.allOf) expect([...rule.scopes.allOf].sort()).toEqual([...requested].sort());
       else expect(rule.scopes.anyOf).toEqual(expect.arrayContaining(requested));
     }
-    // Spec §5.2 rule 6, exactly.
+    // The reference WSO2 deployment's four rules, exactly.
     const byName = new Map(rules.map((r) => [r.name, r.scopes]));
     expect(byName.get('search_users')).toEqual({ allOf: ['internal_user_mgt_list'] });
     expect(byName.get('delete_user')).toEqual({ allOf: ['internal_user_mgt_delete'] });
@@ -125,13 +125,13 @@ describe('the pack as data', () => {
 });
 
 describe('tools/list', () => {
-  it('shows exactly the 21 tools of spec §4.4', async () => {
+  it('shows exactly the 21 tools of the pack', async () => {
     const { tools } = await h.client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([...TOOLS].sort());
     expect(workflows.map((w) => toolName(w.workflowId)).sort()).toEqual([...TOOLS].sort());
   });
 
-  it('follows the shape rules of spec §2.11', async () => {
+  it('describes each tool by its summary and requires every typed input, without descriptions', async () => {
     const { tools } = await h.client.listTools();
     const types = { integer: 'integer', number: 'number', string: 'string', boolean: 'boolean' };
     for (const workflow of workflows) {
@@ -151,7 +151,7 @@ describe('tools/list', () => {
     }
   });
 
-  it('has the known inputs of spec §2.11', async () => {
+  it('has the documented inputs of search_users, get_user, add_user_to_group and update_user_profile', async () => {
     const { tools } = await h.client.listTools();
     const properties = (name: string) => tools.find((t) => t.name === name)?.inputSchema.properties;
     expect(properties('search_users')).toEqual({
@@ -399,7 +399,7 @@ describe('a backend application holding only read scopes', () => {
     });
     expect(found.body.totalResults).toBe(0);
 
-    // Its read scopes still work (spec §5.2: view and list scopes allow search_users).
+    // Its read scopes still work: the view and list scopes allow search_users.
     const search = await readOnly.call('search_users', {
       filter: 'userName eq token-user',
       count: 1,

@@ -17,9 +17,9 @@ export const SCIM_JSON = 'application/scim+json';
 export const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 export const CUSTOM = 'urn:scim:schemas:extension:custom:User';
 
-/** The backend application of spec §5.2: authorized on every scope. */
+/** The MCP server's backend application (its client credentials): authorized on every scope. */
 export const BACKEND = { clientId: 'scim-backend', clientSecret: 'backend-secret-0123456789' };
-/** A backend application holding only the read scopes (spec §5.2, last line). */
+/** A backend application holding only the read scopes: the IdP refuses its writes with 403. */
 export const READ_ONLY = {
   clientId: 'scim-read-only',
   clientSecret: 'read-only-secret-0123456789',
@@ -95,7 +95,7 @@ function toToolResult(raw: unknown): ToolResult {
 
 export type HarnessOptions = {
   /**
-   * arazzo-mcp's `--token-cache`. Off (the spec's behaviour, rule 8) unless a file only tests
+   * arazzo-mcp's `--token-cache`. Off (arazzo-mcp's default: a new token for every tool call) unless a file only tests
    * what the tools do: the IdP verifies the client secret with scrypt on every token request,
    * which dominates a tool call's time on a loaded machine. Token behaviour itself is tested
    * with the default in shape-and-tokens.test.ts.
@@ -213,7 +213,7 @@ export async function seedUser(harness: ScimHarness, userName: string): Promise<
   return created.body.id as string;
 }
 
-/** The IdP's 403 detail (spec §7.2: "the operation is not permitted"). */
+/** The IdP's 403 detail when the token lacks the operation's scope. */
 export const NOT_PERMITTED =
   'Operation is not permitted. You do not have permissions to make this request.';
 

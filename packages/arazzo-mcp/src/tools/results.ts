@@ -1,9 +1,12 @@
 import type { WorkflowResult } from '@mcp-identity/arazzo';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { pythonDictRepr, pythonStrRepr } from './python-repr.js';
-import type { WorkflowTool } from './tools.js';
+import type { WorkflowTool } from './shape.js';
 
-/** How results are reported. Defaults reproduce the reference (spec §2.11 rules 4–5). */
+/**
+ * How results are reported. Defaults reproduce the reference server (a Python dict as text,
+ * `isError: false` for a workflow an HTTP 4xx stopped); the package README, *Results*, shows each case.
+ */
 export interface ResultOptions {
   /** `python` (default): outputs as a Python dict repr; `json`: the text is the outputs' JSON. */
   resultFormat?: 'python' | 'json';

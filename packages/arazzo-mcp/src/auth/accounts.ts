@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { hashSecret, randomToken, verifySecret } from '@mcp-identity/common';
 import Database from 'better-sqlite3';
 
-/** An end user of Area A's built-in login (spec §5.1 rule 6). */
+/** An end user of Area A's built-in login, who signs in with an e-mail address and a password. */
 export interface Account {
   id: string;
   email: string;
@@ -167,17 +167,21 @@ export class AccountStore implements Accounts {
   }
 
   count(): number {
-    return (this.#db.prepare('SELECT COUNT(*) AS n FROM accounts').get() as { n: number }).n;
+    return this.#db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM accounts').get()?.n ?? 0;
   }
 
   list(): Account[] {
-    const rows = this.#db.prepare('SELECT * FROM accounts ORDER BY created_at, email').all();
-    return (rows as AccountRow[]).map(toAccount);
+    return this.#db
+      .prepare<[], AccountRow>('SELECT * FROM accounts ORDER BY created_at, email')
+      .all()
+      .map(toAccount);
   }
 
   findById(id: string): Account | undefined {
-    const row = this.#db.prepare('SELECT * FROM accounts WHERE id = ?').get(id);
-    return row === undefined ? undefined : toAccount(row as AccountRow);
+    const row = this.#db
+      .prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?')
+      .get(id);
+    return row === undefined ? undefined : toAccount(row);
   }
 
   async add(email: string, password: string): Promise<Account> {
@@ -198,11 +202,13 @@ export class AccountStore implements Accounts {
   async setPassword(email: string, password: string): Promise<Account> {
     const normalized = normalizeEmail(email);
     const hash = await hashNewPassword(password);
-    const result = this.#db
-      .prepare('UPDATE accounts SET password_hash = ? WHERE email = ?')
-      .run(hash, normalized);
-    if (result.changes === 0) throw notFound(normalized);
-    return toAccount(this.#row(normalized) as AccountRow);
+    const row = this.#db
+      .prepare<[string, string], AccountRow>(
+        'UPDATE accounts SET password_hash = ? WHERE email = ? RETURNING *',
+      )
+      .get(hash, normalized);
+    if (row === undefined) throw notFound(normalized);
+    return toAccount(row);
   }
 
   remove(email: string): Account {
@@ -222,8 +228,8 @@ export class AccountStore implements Accounts {
   }
 
   #row(normalizedEmail: string): AccountRow | undefined {
-    return this.#db.prepare('SELECT * FROM accounts WHERE email = ?').get(normalizedEmail) as
-      | AccountRow
-      | undefined;
+    return this.#db
+      .prepare<[string], AccountRow>('SELECT * FROM accounts WHERE email = ?')
+      .get(normalizedEmail);
   }
 }

@@ -2,7 +2,10 @@ import type { WorkflowSummary } from '@mcp-identity/arazzo';
 import { cleanDocstring } from './docstring.js';
 import { camelToSnake, TOOL_NAME_PATTERN, toParameterName } from './naming.js';
 
-/** How tools are shaped. Defaults reproduce the reference (spec §2.11 rules 1–3). */
+/**
+ * How tools are shaped. Defaults reproduce the reference server (description from the summary,
+ * every input required, no parameter descriptions); the package README, *Tools*, has the rules.
+ */
 export interface ToolShapeOptions {
   /** Mark only the inputs the workflow lists in `required` as required (default: all). */
   honorRequired?: boolean;
@@ -10,7 +13,7 @@ export interface ToolShapeOptions {
   paramDescriptions?: boolean;
 }
 
-export type ParameterType = 'integer' | 'number' | 'string' | 'boolean';
+export type ParameterType = (typeof SCALAR_TYPES)[number];
 
 export interface ToolParameter {
   /** The MCP argument name (see toParameterName). */
@@ -50,7 +53,11 @@ export class ToolShapeError extends Error {
   }
 }
 
-const SCALAR_TYPES: readonly string[] = ['integer', 'number', 'string', 'boolean'];
+const SCALAR_TYPES = ['integer', 'number', 'string', 'boolean'] as const;
+
+function isParameterType(type: string | undefined): type is ParameterType {
+  return SCALAR_TYPES.some((scalar) => scalar === type);
+}
 
 /** One tool per workflow; throws ToolShapeError listing every naming problem at once. */
 export function buildTools(
@@ -97,7 +104,7 @@ function buildTool(
     const parameter: ToolParameter = {
       name: toParameterName(inputName),
       inputName,
-      type: SCALAR_TYPES.includes(declaredType ?? '') ? (declaredType as ParameterType) : 'string',
+      type: isParameterType(declaredType) ? declaredType : 'string',
       ...(declaredType === 'object' || declaredType === 'array' ? { jsonKind: declaredType } : {}),
       required: !options.honorRequired || requiredInputs.has(inputName),
     };

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import type { WorkflowTool } from './tools.js';
+import type { WorkflowTool } from './shape.js';
 
 export type ArgumentsResult =
   | {
@@ -18,8 +18,8 @@ const ajv = new Ajv({ allErrors: true });
 
 /**
  * Checks a tool call's arguments against the tool's input schema (no type coercion: a
- * mistyped argument is a schema error, spec §2.11 rule 3), then maps them to workflow inputs.
- * Unknown arguments are ignored, as MCP SDK servers do.
+ * mistyped argument is a schema error, as the MCP SDK's McpServer reports it), then maps them
+ * to workflow inputs. Unknown arguments are ignored, as MCP SDK servers do.
  */
 export function createArgumentReader(tool: WorkflowTool): ArgumentReader {
   const validate = ajv.compile(tool.inputSchema);
@@ -32,11 +32,12 @@ export function createArgumentReader(tool: WorkflowTool): ArgumentReader {
       if (!(parameter.name in args)) continue;
       const value = args[parameter.name];
       received[parameter.inputName] = value;
-      if (parameter.jsonKind === undefined) {
+      // The input schema types an object or array parameter as a string, which Ajv has checked.
+      if (parameter.jsonKind === undefined || typeof value !== 'string') {
         inputs[parameter.inputName] = value;
         continue;
       }
-      const parsed = parseJsonArgument(parameter.name, parameter.jsonKind, value as string);
+      const parsed = parseJsonArgument(parameter.name, parameter.jsonKind, value);
       if (parsed.ok) inputs[parameter.inputName] = parsed.value;
       else problems.push(parsed.problem);
     }

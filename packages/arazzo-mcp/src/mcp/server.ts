@@ -1,18 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolCatalog } from './catalog.js';
+import type { ToolCatalog } from '../tools/catalog.js';
 
 export interface ServerInfo {
   name: string;
   version: string;
 }
 
-const packageVersion = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  }
-).version;
+const packageVersion = String(
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version,
+);
 
 export const DEFAULT_SERVER_INFO: ServerInfo = { name: 'arazzo-mcp', version: packageVersion };
 

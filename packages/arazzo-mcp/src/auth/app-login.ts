@@ -30,9 +30,9 @@ export interface AppLoginOptions {
 
 /**
  * The audience of every token this server signs. A normal-login token shares the MCP tokens'
- * issuer and audience — one JWT Bearer scheme for the whole application, as spec §5.1 rule 1
- * describes — so the guard authenticates it and then refuses it for lacking `mcp:tools`
- * (403, rule 2) instead of treating it as garbage (401).
+ * issuer and audience — one JWT Bearer scheme for the whole application — so the `/mcp`
+ * guard authenticates it and then refuses it for lacking `mcp:tools` (403
+ * `insufficient_scope`, RFC 6750 §3.1) instead of treating it as garbage (401).
  */
 export const tokenAudience = (issuer: string) => `${issuer}/mcp`;
 
@@ -42,16 +42,18 @@ function sendError(reply: FastifyReply, status: number, error: string, message: 
 
 function credentialsOf(body: unknown): { email: string; password: string } | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
-  const { email, password } = body as Record<string, unknown>;
+  const email = 'email' in body ? body.email : undefined;
+  const password = 'password' in body ? body.password : undefined;
   if (typeof email !== 'string' || typeof password !== 'string') return undefined;
   if (email.trim() === '' || password === '') return undefined;
   return { email, password };
 }
 
 /**
- * The application's normal login (spec §5.1 rules 2 and 6): `POST /api/auth/login` with JSON
- * `{ email, password }` answers a Bearer JWT without `mcp:tools`; `GET /api/auth/me` names the
- * bearer. Failed logins are throttled per account and per IP.
+ * The application's normal login, the one the OAuth login form also checks credentials
+ * against: `POST /api/auth/login` with JSON `{ email, password }` answers a Bearer JWT without
+ * `mcp:tools` (so it cannot call `/mcp`); `GET /api/auth/me` names the bearer. Failed logins
+ * are throttled per account and per IP.
  */
 export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, options) => {
   const clock = options.clock ?? Date.now;

@@ -12,10 +12,10 @@ import {
   type SigningKey,
 } from '@mcp-identity/oauth';
 import type { FastifyPluginAsync } from 'fastify';
+import type { HttpAuth } from '../http/app.js';
 import { type Account, AccountStore, type Accounts, generatePassword } from './accounts.js';
 import { PostgresAccountStore } from './accounts-postgres.js';
 import { appLoginRoutes } from './app-login.js';
-import type { HttpAuth } from './http.js';
 
 export const DEFAULT_DATA_DIR = '.data/area-a';
 export const DEFAULT_ADMIN_EMAIL = 'admin@localhost';

@@ -7,7 +7,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { type ArgumentReader, createArgumentReader } from './arguments.js';
 import { invalidArgumentsResult, type ResultOptions, toCallToolResult } from './results.js';
-import { buildTools, type ToolShapeOptions, type WorkflowTool } from './tools.js';
+import { buildTools, type ToolShapeOptions, type WorkflowTool } from './shape.js';
 
 /** What the tools need from the Arazzo executor (its Runner satisfies it). */
 export interface WorkflowRunner {

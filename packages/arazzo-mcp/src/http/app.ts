@@ -16,9 +16,9 @@ import type {
   onRequestAsyncHookHandler,
   preHandlerAsyncHookHandler,
 } from 'fastify';
-import type { ToolCatalog } from './catalog.js';
-import { McpExchangeRouter } from './exchange-router.js';
-import { createMcpServer, type ServerInfo } from './mcp-server.js';
+import { McpExchangeRouter } from '../mcp/exchange-router.js';
+import { createMcpServer, type ServerInfo } from '../mcp/server.js';
+import type { ToolCatalog } from '../tools/catalog.js';
 import { refuseForeignOrigins } from './origin-guard.js';
 import { type RequiredHeader, requireHeader } from './required-header.js';
 

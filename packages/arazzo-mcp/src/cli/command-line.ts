@@ -1,0 +1,176 @@
+import { ConfigError, type ConfigValues, loadConfig } from '@mcp-identity/common';
+import type { RequiredHeader } from '../http/required-header.js';
+import { isHttpUrl, parseAllowedOrigins, parseSourceServers } from './option-values.js';
+import {
+  ACCOUNT_ACTIONS,
+  AUTH_MODES,
+  accountFields,
+  dataDirField,
+  documentFields,
+  RESULT_FORMATS,
+  serveFields,
+  TRANSPORTS,
+  toolsFields,
+} from './options.js';
+import { resolveRequiredHeader } from './required-header-option.js';
+
+export type AccountAction = (typeof ACCOUNT_ACTIONS)[number];
+
+export type Command =
+  | { name: 'help' }
+  | { name: 'serve'; options: ServeOptions }
+  | { name: 'validate' | 'tools'; options: DocumentOptions }
+  | { name: 'accounts'; action: AccountAction; options: AccountsOptions };
+
+type AccountValues = ConfigValues<typeof accountFields>;
+
+export type AccountsOptions = Omit<AccountValues, 'email'> & {
+  /** Absent only for `list`. */
+  email?: AccountValues['email'];
+};
+
+type DocumentValues = ConfigValues<typeof toolsFields>;
+
+export type DocumentOptions = Omit<DocumentValues, 'sourceServer'> & {
+  /** `--source-server` entries by source description name. */
+  sourceServers: Record<string, string>;
+};
+
+/** Options of serve whose raw value is replaced by a parsed or narrowed one. */
+type ParsedServeValues = {
+  transport: (typeof TRANSPORTS)[number];
+  resultFormat: (typeof RESULT_FORMATS)[number];
+  auth: (typeof AUTH_MODES)[number];
+  /** `--require-header` with its value resolved. */
+  requiredHeader?: RequiredHeader;
+  allowedOrigins: string[];
+};
+
+export type ServeOptions = DocumentOptions &
+  Omit<
+    ConfigValues<typeof serveFields>,
+    | keyof DocumentValues
+    | keyof ParsedServeValues
+    | 'allowedOrigin'
+    | 'requireHeader'
+    | 'requireHeaderFile'
+  > &
+  ParsedServeValues;
+
+/** Parses the command line; throws ConfigError (exit 2) for anything it cannot accept. */
+export function parseCommandLine(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+): Command {
+  const [name, ...rest] = argv;
+  // Help wins over everything else, even over missing required options.
+  if (
+    name === undefined ||
+    name === 'help' ||
+    argv.some((arg) => arg === '--help' || arg === '-h')
+  ) {
+    return { name: 'help' };
+  }
+  if (name === 'serve') {
+    const { values } = loadConfig(serveFields, { argv: rest, env });
+    const options: ServeOptions = {
+      ...values,
+      sourceServers: parseSourceServers(values.sourceServer ?? []),
+      transport: checkedMember(TRANSPORTS, values.transport),
+      resultFormat: checkedMember(RESULT_FORMATS, values.resultFormat),
+      auth: checkedMember(AUTH_MODES, values.auth),
+      requiredHeader: resolveRequiredHeader(values, env),
+      allowedOrigins: parseAllowedOrigins(values.allowedOrigin ?? []),
+    };
+    checkAuthOptions(options);
+    return { name, options };
+  }
+  if (name === 'accounts') return parseAccountsCommand(rest, env);
+  if (name === 'tools') {
+    return { name, options: documentOptions(loadConfig(toolsFields, { argv: rest, env }).values) };
+  }
+  if (name === 'validate') {
+    const { values } = loadConfig(documentFields, { argv: rest, env });
+    return {
+      name,
+      options: documentOptions({ ...values, honorRequired: false, paramDescriptions: false }),
+    };
+  }
+  throw new ConfigError([
+    {
+      key: 'command',
+      source: 'command line',
+      message: `unknown command '${name}' (expected serve, validate or tools; see --help)`,
+    },
+  ]);
+}
+
+function documentOptions(values: DocumentValues): DocumentOptions {
+  return {
+    arazzo: values.arazzo,
+    sourceServers: parseSourceServers(values.sourceServer ?? []),
+    honorRequired: values.honorRequired,
+    paramDescriptions: values.paramDescriptions,
+  };
+}
+
+function isMember<T extends string>(allowed: readonly T[], value: string | undefined): value is T {
+  return allowed.some((member) => member === value);
+}
+
+/**
+ * A value loadConfig has already checked against its field's `enum` (the same list), typed as
+ * a member of that list.
+ */
+function checkedMember<T extends string>(allowed: readonly T[], value: string): T {
+  if (isMember(allowed, value)) return value;
+  throw new Error(`${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
+}
+
+function checkAuthOptions(options: ServeOptions): void {
+  const problem = (key: string, source: string, message: string) => {
+    throw new ConfigError([{ key, source, message }]);
+  };
+  if (options.auth === 'builtin' && options.transport === 'stdio') {
+    problem('auth', 'flag --auth or env var ARAZZO_MCP_AUTH', 'builtin needs --transport http');
+  }
+  if (options.stateUrl !== undefined && options.auth !== 'builtin') {
+    problem('stateUrl', 'flag --state-url or env var ARAZZO_MCP_STATE_URL', 'needs --auth builtin');
+  }
+  if (options.databaseUrl !== undefined && options.auth !== 'builtin') {
+    problem(
+      'databaseUrl',
+      'flag --database-url or env var ARAZZO_MCP_DATABASE_URL',
+      'needs --auth builtin',
+    );
+  }
+  if (options.publicUrl !== undefined && !isHttpUrl(options.publicUrl)) {
+    problem(
+      'publicUrl',
+      'flag --public-url or env var ARAZZO_MCP_PUBLIC_URL',
+      `invalid value ${JSON.stringify(options.publicUrl)}: expected an http(s) URL`,
+    );
+  }
+}
+
+function parseAccountsCommand(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+): Command {
+  const [action, ...rest] = argv;
+  if (!isMember(ACCOUNT_ACTIONS, action)) {
+    throw new ConfigError([
+      {
+        key: 'command',
+        source: 'command line',
+        message: `unknown accounts action '${action ?? ''}' (expected add, list, remove or passwd)`,
+      },
+    ]);
+  }
+  if (action === 'list') {
+    const { values } = loadConfig(dataDirField, { argv: [...rest], env });
+    return { name: 'accounts', action, options: { ...values, passwordStdin: false } };
+  }
+  const { values } = loadConfig(accountFields, { argv: [...rest], env });
+  return { name: 'accounts', action, options: values };
+}

@@ -1,0 +1,36 @@
+import { createLogger } from '@mcp-identity/common';
+import { describeInitialAccount } from '../auth/builtin-auth.js';
+import { serveArazzoMcpStdio, startArazzoMcpHttp } from '../service.js';
+import type { ServeOptions } from './command-line.js';
+import type { CliIo } from './io.js';
+
+/** `serve`: resolves once the server is up (HTTP) or once stdin closes (stdio). */
+export async function serve(options: ServeOptions, io: CliIo): Promise<number> {
+  const stdio = options.transport === 'stdio';
+  const logger = createLogger({
+    name: 'arazzo-mcp',
+    level: options.logLevel,
+    ...(stdio ? { pretty: false, destination: process.stderr } : {}),
+  });
+  const settings = { ...options, env: io.env, logger };
+  if (stdio) {
+    await serveArazzoMcpStdio(settings);
+    return 0;
+  }
+  const builtinAuth =
+    options.auth === 'builtin'
+      ? {
+          dataDir: options.dataDir,
+          databaseUrl: options.databaseUrl,
+          publicUrl: options.publicUrl,
+          trustProxy: options.trustProxy,
+          initialAccountEmail: options.adminEmail,
+          stateUrl: options.stateUrl,
+          onInitialAccount: (account: { email: string; password: string }) =>
+            io.out(describeInitialAccount(account)),
+        }
+      : undefined;
+  const running = await startArazzoMcpHttp({ ...settings, builtinAuth });
+  logger.info({ url: `${running.url}/mcp` }, 'arazzo-mcp listening');
+  return 0;
+}
