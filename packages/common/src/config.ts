@@ -27,7 +27,7 @@ export interface FieldSpec<T extends FieldType = FieldType> {
   env?: string;
   /** Command-line flag name without dashes; defaults to the key in kebab-case; false: none. */
   flag?: string | false;
-  /** Extra JSON Schema keywords the value must satisfy (minimum, enum, pattern, …). */
+  /** Extra JSON Schema keywords the value must satisfy (minimum, enum, pattern, …); an `enum` narrows the value's type. */
   schema?: Record<string, unknown>;
   /** Never echo the value in error messages. */
   secret?: boolean;
@@ -36,11 +36,14 @@ export interface FieldSpec<T extends FieldType = FieldType> {
 
 export type ConfigSpec = Record<string, FieldSpec>;
 
+/** A field's type, narrowed to the values its `schema.enum` lists when it has one. */
+type EnumOf<F, V> = F extends { schema: { enum: readonly (infer E)[] } } ? Extract<E, V> : V;
+
 type ValueOf<F> =
   F extends FieldSpec<infer T>
     ? F extends { default: unknown } | { required: true }
-      ? TypeOf<T>
-      : TypeOf<T> | undefined
+      ? EnumOf<F, TypeOf<T>>
+      : EnumOf<F, TypeOf<T>> | undefined
     : never;
 
 export type ConfigValues<S extends ConfigSpec> = { -readonly [K in keyof S]: ValueOf<S[K]> };
