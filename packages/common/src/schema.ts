@@ -7,7 +7,8 @@ import { Ajv, type ErrorObject } from 'ajv';
  * passed it, so the two cannot drift. Ajv caches each compiled schema by object, so compiling
  * the same schema twice costs nothing.
  */
-// `anyOf: [{ required: [...] }]` names members declared beside it, so strictRequired is off.
+// `anyOf: [{ required: [...] }]` names members declared beside it, so strictRequired is off;
+// `verbose` gives each error its keyword's schema (`SchemaIssue.schema`).
 const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, verbose: true });
 
 /** One reason a value does not match its schema. */
@@ -23,8 +24,10 @@ export interface SchemaIssue {
   message: string;
   /** It comes from one alternative of an `anyOf`, whose own issue sums the alternatives up. */
   inAlternative: boolean;
-  /** Ajv's error, with the failing schema (`error.schema`) and its parameters. */
-  error: ErrorObject;
+  /** The keyword's parameters in Ajv's error (`allowedValues` of an `enum`, …). */
+  params: ErrorObject['params'];
+  /** The failing keyword's value in the schema (the alternatives of an `anyOf`, …). */
+  schema: unknown;
 }
 
 /** A value that must match a schema did not; the message lists every issue by JSON pointer. */
@@ -102,7 +105,13 @@ function issueOf(error: ErrorObject): SchemaIssue {
     .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
     .map((part) => (/^\d+$/.test(part) ? Number(part) : part));
   const inAlternative = /\/anyOf\/\d+\//.test(error.schemaPath);
-  const base = { keyword: error.keyword, inAlternative, error };
+  // Not the error itself: with `verbose` it holds the offending value, which may be a secret.
+  const base = {
+    keyword: error.keyword,
+    inAlternative,
+    params: error.params,
+    schema: error.schema,
+  };
   if (error.keyword === 'additionalProperties') {
     return {
       ...base,

@@ -37,7 +37,7 @@ function describe(issue: SchemaIssue, at: string): string {
     case 'additionalProperties':
       return `${where}: unknown parameter`;
     case 'anyOf':
-      return `${where}: at least one of ${anyOfMembers(issue.error.schema)} is required`;
+      return `${where}: at least one of ${anyOfMembers(issue.schema)} is required`;
     default:
       return `${where}: ${issue.message}`;
   }

@@ -92,7 +92,7 @@ function describe(issue: SchemaIssue): string {
     case 'anyOf':
       return `${key}: must be "*" or a list of names`;
     case 'enum':
-      return `${key}: must be one of ${issue.error.params.allowedValues.join(', ')}`;
+      return `${key}: must be one of ${issue.params.allowedValues.join(', ')}`;
     default:
       return `${key || '(top level)'}: ${issue.message}`;
   }
