@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import {
   type ConfigSource,
   defineConfig,
+  isJsonObject,
   loadConfig,
   renderConfigHelp,
 } from '@mcp-identity/common';
@@ -17,7 +18,7 @@ import { scopesForTool } from './stack/gateway-rules.js';
 import { DEFAULT_PORTS, type StackLayout, type StackPorts, stackLayout } from './stack/layout.js';
 import { CLI_BIN, serviceBin } from './stack/locations.js';
 import { projectRoot } from './stack/project-root.js';
-import { readStackSecrets, type StackSecrets } from './stack/secrets.js';
+import { isStackSecrets, readStackSecrets, type StackSecrets } from './stack/secrets.js';
 import { type RunningStack, startStack } from './stack/start.js';
 import { isAlive, readRunningStack, type StackState } from './stack/state.js';
 import { renderSummary } from './stack/summary.js';
@@ -295,8 +296,10 @@ function helperStack(config: ReturnType<typeof loadConfig<typeof STACK>>): {
     areaA: chosen('areaAPort', state.ports.areaA),
   });
   const secrets = readStackSecrets(dataDir);
-  if (!secrets) throw new Error(`No stack credentials in ${dataDir}: run "mcp-identity up" first.`);
-  return { layout, secrets: secrets as StackSecrets };
+  if (!isStackSecrets(secrets)) {
+    throw new Error(`No stack credentials in ${dataDir}: run "mcp-identity up" first.`);
+  }
+  return { layout, secrets };
 }
 
 async function status(argv: string[], io: Io): Promise<number> {
@@ -390,7 +393,7 @@ async function down(argv: string[], io: Io): Promise<number> {
 async function connect(argv: string[], io: Io): Promise<number> {
   const config = loadConfig(CLIENT, { argv, env: process.env, allowPositionals: true });
   const [client] = config.positionals;
-  if (config.help || !MCP_CLIENTS.includes(client as McpClientName)) {
+  if (config.help || !isMcpClient(client)) {
     const usage = `Usage: mcp-identity connect <${MCP_CLIENTS.join('|')}> [options]\n\n${renderConfigHelp(CLIENT)}\n`;
     if (config.help) {
       io.out.write(usage);
@@ -402,8 +405,12 @@ async function connect(argv: string[], io: Io): Promise<number> {
     return 2;
   }
   const { layout } = helperStack(config);
-  io.out.write(clientConfiguration(client as McpClientName, layout));
+  io.out.write(clientConfiguration(client, layout));
   return 0;
+}
+
+function isMcpClient(name: string | undefined): name is McpClientName {
+  return MCP_CLIENTS.some((client) => client === name);
 }
 
 async function token(argv: string[], io: Io): Promise<number> {
@@ -431,11 +438,15 @@ async function call(argv: string[], io: Io): Promise<number> {
     );
     return config.help ? 0 : 2;
   }
-  let args: Record<string, unknown>;
+  let args: unknown;
   try {
-    args = JSON.parse(config.values.args) as Record<string, unknown>;
+    args = JSON.parse(config.values.args);
   } catch (error) {
     io.err.write(`--args is not valid JSON: ${(error as Error).message}\n`);
+    return 2;
+  }
+  if (!isJsonObject(args)) {
+    io.err.write("--args must be a JSON object of the tool's arguments\n");
     return 2;
   }
   const { layout, secrets } = helperStack(config);

@@ -1,19 +1,23 @@
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Ajv } from 'ajv';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
+import { compileTyped, isJsonObject } from './schema.js';
 
-export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'string[]';
+/** The schema of each field type: a field's value type is derived from it. */
+const FIELD_SCHEMAS = {
+  string: Type.String(),
+  integer: Type.Integer(),
+  number: Type.Number(),
+  boolean: Type.Boolean(),
+  'string[]': Type.Array(Type.String()),
+} satisfies Record<string, TSchema>;
 
-type TypeOf<T extends FieldType> = T extends 'string'
-  ? string
-  : T extends 'integer' | 'number'
-    ? number
-    : T extends 'boolean'
-      ? boolean
-      : string[];
+export type FieldType = keyof typeof FIELD_SCHEMAS;
+
+type TypeOf<T extends FieldType> = Static<(typeof FIELD_SCHEMAS)[T]>;
 
 export interface FieldSpec<T extends FieldType = FieldType> {
   type: T;
@@ -23,7 +27,7 @@ export interface FieldSpec<T extends FieldType = FieldType> {
   env?: string;
   /** Command-line flag name without dashes; defaults to the key in kebab-case; false: none. */
   flag?: string | false;
-  /** Extra JSON Schema keywords the value must satisfy (minimum, enum, pattern, …). */
+  /** Extra JSON Schema keywords the value must satisfy (minimum, enum, pattern, …); an `enum` narrows the value's type. */
   schema?: Record<string, unknown>;
   /** Never echo the value in error messages. */
   secret?: boolean;
@@ -32,11 +36,14 @@ export interface FieldSpec<T extends FieldType = FieldType> {
 
 export type ConfigSpec = Record<string, FieldSpec>;
 
+/** A field's type, narrowed to the values its `schema.enum` lists when it has one. */
+type EnumOf<F, V> = F extends { schema: { enum: readonly (infer E)[] } } ? Extract<E, V> : V;
+
 type ValueOf<F> =
   F extends FieldSpec<infer T>
     ? F extends { default: unknown } | { required: true }
-      ? TypeOf<T>
-      : TypeOf<T> | undefined
+      ? EnumOf<F, TypeOf<T>>
+      : EnumOf<F, TypeOf<T>> | undefined
     : never;
 
 export type ConfigValues<S extends ConfigSpec> = { -readonly [K in keyof S]: ValueOf<S[K]> };
@@ -89,8 +96,6 @@ export interface LoadedConfig<S extends ConfigSpec> {
   help: boolean;
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false });
-
 /**
  * Resolves each field from, in order of precedence, a command-line flag, an
  * environment variable, the configuration file and the default, then validates
@@ -110,9 +115,7 @@ export function loadConfig<const S extends ConfigSpec>(
   const fileValues =
     typeof filePath === 'string' ? readConfigFile(spec, filePath, options, problems) : {};
 
-  const values: Record<string, unknown> = {};
-  const sources: Record<string, ConfigSource> = {};
-  for (const [key, field] of Object.entries(spec)) {
+  const resolved = Object.entries(spec).map(([key, field]) => {
     const flagName = flagOf(key, field);
     const candidates: [ConfigSource, string, unknown][] = [
       ['flag', `flag --${flagName}`, flagName === undefined ? undefined : flags.values[key]],
@@ -120,7 +123,25 @@ export function loadConfig<const S extends ConfigSpec>(
       ['file', `file ${filePath}`, fileValues[key]],
       ['default', 'default', field.default],
     ];
-    const found = candidates.find(([, , raw]) => raw !== undefined && raw !== '');
+    // An empty flag or variable is unset; a default is a value even when empty.
+    const found = candidates.find(
+      ([source, , raw]) => raw !== undefined && (raw !== '' || source === 'default'),
+    );
+    return { key, field, found };
+  });
+  const values: Record<string, unknown> = {};
+  for (const { key, field, found } of resolved) {
+    if (!found) continue;
+    const [source, , raw] = found;
+    values[key] =
+      source === 'flag' || source === 'env' ? coerce(field.type, raw) : coerceFile(field.type, raw);
+  }
+  const schema = valuesSchema(spec);
+  const valid = schema.is(values);
+  const invalidKeys = new Set(valid ? [] : schema.issues(values).map((issue) => issue.path[0]));
+
+  const sources: Record<string, ConfigSource> = {};
+  for (const { key, field, found } of resolved) {
     if (!found) {
       if (field.required)
         problems.push({
@@ -131,24 +152,51 @@ export function loadConfig<const S extends ConfigSpec>(
       continue;
     }
     const [source, label, raw] = found;
-    const value =
-      source === 'flag' || source === 'env' ? coerce(field.type, raw) : coerceFile(field.type, raw);
-    const message = validate(field, value);
-    if (message) {
+    if (invalidKeys.has(key)) {
       const shown = field.secret ? '' : ` ${JSON.stringify(raw)}`;
-      problems.push({ key, source: label, message: `invalid value${shown}: expected ${message}` });
+      problems.push({
+        key,
+        source: label,
+        message: `invalid value${shown}: expected ${describeExpected(field)}`,
+      });
       continue;
     }
-    values[key] = value;
     sources[key] = source;
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (!valid || problems.length > 0) throw new ConfigError(problems);
   return {
-    values: values as ConfigValues<S>,
+    values,
     sources: sources as Record<keyof S, ConfigSource>,
     positionals: flags.positionals,
     help: flags.help,
   };
+}
+
+/** A field the values always hold: it has a default or must be set. */
+function alwaysSet(field: FieldSpec): boolean {
+  return field.default !== undefined || field.required === true;
+}
+
+const valuesSchemas = new WeakMap<ConfigSpec, object>();
+
+/**
+ * The schema of a spec's values: each field's type schema (FIELD_SCHEMAS) with its extra
+ * keywords, required when `alwaysSet`. ConfigValues<S> is derived by the same two rules.
+ */
+function valuesSchema<S extends ConfigSpec>(spec: S) {
+  let schema = valuesSchemas.get(spec);
+  if (!schema) {
+    const fields = Object.entries(spec);
+    schema = {
+      type: 'object',
+      properties: Object.fromEntries(
+        fields.map(([key, field]) => [key, { ...FIELD_SCHEMAS[field.type], ...field.schema }]),
+      ),
+      required: fields.filter(([, field]) => alwaysSet(field)).map(([key]) => key),
+    };
+    valuesSchemas.set(spec, schema);
+  }
+  return compileTyped<ConfigValues<S>>(schema);
 }
 
 /** `--help` text: one line per option with its env var and default. */
@@ -255,9 +303,11 @@ function readConfigFile(
   const section =
     options.fileSection === undefined
       ? data
-      : (data as Record<string, unknown> | undefined)?.[options.fileSection];
+      : isJsonObject(data)
+        ? data[options.fileSection]
+        : undefined;
   if (section === undefined || section === null) return {};
-  if (typeof section !== 'object' || Array.isArray(section)) {
+  if (!isJsonObject(section)) {
     problems.push({
       key: options.fileSection ?? '(root)',
       source: `file ${path}`,
@@ -265,7 +315,7 @@ function readConfigFile(
     });
     return {};
   }
-  const entries = Object.entries(section as Record<string, unknown>);
+  const entries = Object.entries(section);
   for (const [key] of entries) {
     if (!(key in spec))
       problems.push({
@@ -301,22 +351,6 @@ function coerce(type: FieldType, raw: unknown): unknown {
 
 function coerceFile(type: FieldType, raw: unknown): unknown {
   return type === 'string[]' && typeof raw === 'string' ? coerce(type, raw) : raw;
-}
-
-const validators = new WeakMap<FieldSpec, ReturnType<typeof ajv.compile>>();
-
-function validate(field: FieldSpec, value: unknown): string | undefined {
-  let check = validators.get(field);
-  if (!check) {
-    const base =
-      field.type === 'string[]'
-        ? { type: 'array', items: { type: 'string' } }
-        : { type: field.type };
-    check = ajv.compile({ ...base, ...field.schema });
-    validators.set(field, check);
-  }
-  if (check(value)) return undefined;
-  return describeExpected(field);
 }
 
 function describeExpected(field: FieldSpec): string {

@@ -69,6 +69,15 @@ export {
 } from './redirect-uris.js';
 export { connectRedis, inRedis, redisReady, StateUnavailableError } from './redis.js';
 export {
+  type CompiledSchema,
+  compileSchema,
+  isJsonObject,
+  keyPath,
+  SchemaError,
+  type SchemaIssue,
+  stringEnum,
+} from './schema.js';
+export {
   constantTimeEqual,
   hashSecret,
   randomToken,

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, defineConfig, loadConfig, renderConfigHelp } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 
 const spec = defineConfig({
   port: {
@@ -96,6 +96,15 @@ describe('loadConfig precedence', () => {
     expect(values.verbose).toBe(true);
     expect(values.scopes).toEqual(['a', 'b', 'c']);
     expect(loadConfig(spec, { argv: [], env: { APP_VERBOSE: 'no' } }).values.verbose).toBe(false);
+  });
+
+  it('types each value from its field type, an enum narrowing it to the listed values', () => {
+    const { values } = loadConfig(spec, { argv: ['--mode', 'b', '--scopes', 'x,y'], env: {} });
+    expect(values).toMatchObject({ port: 5000, mode: 'b', scopes: ['x', 'y'] });
+    expectTypeOf(values.port).toEqualTypeOf<number>();
+    expectTypeOf(values.mode).toEqualTypeOf<'a' | 'b'>();
+    expectTypeOf(values.scopes).toEqualTypeOf<string[] | undefined>();
+    expectTypeOf(values.verbose).toEqualTypeOf<boolean | undefined>();
   });
 
   it('reports --help without failing', () => {

@@ -1,7 +1,14 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError } from '@mcp-identity/common';
-import { Ajv, type ErrorObject } from 'ajv';
+import {
+  ConfigError,
+  compileSchema,
+  isJsonObject,
+  keyPath,
+  type SchemaIssue,
+  stringEnum,
+} from '@mcp-identity/common';
+import { Type } from '@sinclair/typebox';
 import { parse as parseToml } from 'smol-toml';
 import { parseDurationMs } from './durations.js';
 
@@ -62,123 +69,105 @@ export interface GatewayConfig {
   logLevel: string;
 }
 
-const duration = { anyOf: [{ type: 'number', minimum: 0 }, { type: 'string' }] };
-const port = { type: 'integer', minimum: 0, maximum: 65535 };
-const str = { type: 'string', minLength: 1 };
-const DATABASE_URL = { type: 'string', pattern: '^postgres(ql)?://' };
+const duration = Type.Union([Type.Number({ minimum: 0 }), Type.String()]);
+const port = Type.Integer({ minimum: 0, maximum: 65535 });
+const str = Type.String({ minLength: 1 });
+const closed = { additionalProperties: false } as const;
+
+const keyManager = Type.Object({
+  name: str,
+  issuer: str,
+  jwks: Type.Object({
+    remote: Type.Object(
+      {
+        uri: Type.String({ pattern: '^https?://' }),
+        skiptlsverify: Type.Optional(Type.Boolean()),
+        certificatepath: Type.Optional(str),
+      },
+      closed,
+    ),
+  }),
+});
 
 /** Schema of the lower-cased TOML document. Unknown top-level sections are rejected. */
-const CONFIG_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    data_dir: str,
-    log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
-    listeners: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        host: str,
-        management_host: str,
-        https_port: port,
-        http_port: port,
-        management_port: port,
-        allowed_origins: { type: 'array', items: { type: 'string', pattern: '^https?://[^/]+$' } },
-      },
-    },
-    tls: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['cert', 'key'],
-      properties: { cert: str, key: str },
-    },
-    limits: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        max_request_body_bytes: { type: 'integer', minimum: 1 },
-        max_inflight_request_bytes: { type: 'integer', minimum: 1 },
-        idle_timeout: duration,
-      },
-    },
-    database: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { url: DATABASE_URL, reconcile_interval: duration },
-    },
-    management: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        users: {
-          type: 'array',
-          items: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['username', 'password_hash', 'roles'],
-            properties: {
-              username: str,
-              password_hash: { type: 'string', pattern: '^scrypt\\$' },
-              roles: { type: 'array', items: str },
-            },
+const CONFIG_SCHEMA = Type.Partial(
+  Type.Object(
+    {
+      data_dir: str,
+      log_level: stringEnum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+      listeners: Type.Partial(
+        Type.Object(
+          {
+            host: str,
+            management_host: str,
+            https_port: port,
+            http_port: port,
+            management_port: port,
+            allowed_origins: Type.Array(Type.String({ pattern: '^https?://[^/]+$' })),
           },
-        },
-      },
-    },
-    policy_configurations: {
-      type: 'object',
-      properties: {
-        mcpauth_v1: {
-          type: 'object',
-          properties: { gatewayurl: { type: 'string', pattern: '^https?://' } },
-        },
-        jwtauth_v1: {
-          type: 'object',
-          properties: {
-            leeway: duration,
-            jwkscachettl: duration,
-            jwksfetchtimeout: duration,
-            jwksfetchretrycount: { type: 'integer', minimum: 0, maximum: 10 },
-            jwksfetchretryinterval: duration,
-            jwksrefreshcooldown: duration,
-            tokencachettl: duration,
-            cachemaxsize: { type: 'integer', minimum: 0 },
-            keymanagers: {
-              type: 'array',
-              items: {
-                type: 'object',
-                required: ['name', 'issuer', 'jwks'],
-                properties: {
-                  name: str,
-                  issuer: str,
-                  jwks: {
-                    type: 'object',
-                    required: ['remote'],
-                    properties: {
-                      remote: {
-                        type: 'object',
-                        additionalProperties: false,
-                        required: ['uri'],
-                        properties: {
-                          uri: { type: 'string', pattern: '^https?://' },
-                          skiptlsverify: { type: 'boolean' },
-                          certificatepath: str,
-                        },
-                      },
-                    },
-                  },
+          closed,
+        ),
+      ),
+      tls: Type.Object({ cert: str, key: str }, closed),
+      limits: Type.Partial(
+        Type.Object(
+          {
+            max_request_body_bytes: Type.Integer({ minimum: 1 }),
+            max_inflight_request_bytes: Type.Integer({ minimum: 1 }),
+            idle_timeout: duration,
+          },
+          closed,
+        ),
+      ),
+      database: Type.Partial(
+        Type.Object(
+          { url: Type.String({ pattern: '^postgres(ql)?://' }), reconcile_interval: duration },
+          closed,
+        ),
+      ),
+      management: Type.Partial(
+        Type.Object(
+          {
+            users: Type.Array(
+              Type.Object(
+                {
+                  username: str,
+                  password_hash: Type.String({ pattern: '^scrypt\\$' }),
+                  roles: Type.Array(str),
                 },
-              },
-            },
+                closed,
+              ),
+            ),
           },
-        },
-      },
+          closed,
+        ),
+      ),
+      policy_configurations: Type.Partial(
+        Type.Object({
+          mcpauth_v1: Type.Partial(
+            Type.Object({ gatewayurl: Type.String({ pattern: '^https?://' }) }),
+          ),
+          jwtauth_v1: Type.Partial(
+            Type.Object({
+              leeway: duration,
+              jwkscachettl: duration,
+              jwksfetchtimeout: duration,
+              jwksfetchretrycount: Type.Integer({ minimum: 0, maximum: 10 }),
+              jwksfetchretryinterval: duration,
+              jwksrefreshcooldown: duration,
+              tokencachettl: duration,
+              cachemaxsize: Type.Integer({ minimum: 0 }),
+              keymanagers: Type.Array(keyManager),
+            }),
+          ),
+        }),
+      ),
     },
-  },
-} as const;
+    closed,
+  ),
+);
 
-const ajv = new Ajv({ allErrors: true, strict: false });
-const validateConfig = ajv.compile(CONFIG_SCHEMA);
+const CONFIG_DOCUMENT = compileSchema(CONFIG_SCHEMA);
 
 /** Lower-cases every key at every depth (WSO2 documents the same keys in two spellings). */
 function lowerCaseKeys(value: unknown, at: string, problems: Problem[]): unknown {
@@ -196,59 +185,70 @@ function lowerCaseKeys(value: unknown, at: string, problems: Problem[]): unknown
   return out;
 }
 
-/** `/a/b/0/c` → `a.b[0].c` */
-function toKeyPath(pointer: string): string {
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce(
-      (acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part),
-      '',
-    );
+function describe(issue: SchemaIssue): Problem {
+  return { key: keyPath(issue.path) || '(root)', message: issue.message };
 }
 
-function describe(error: ErrorObject): Problem {
-  const key = toKeyPath(error.instancePath);
-  const child = (name: string) => (key ? `${key}.${name}` : name);
-  if (error.keyword === 'additionalProperties') {
-    const extra = (error.params as { additionalProperty: string }).additionalProperty;
-    return { key: child(extra), message: 'unknown key' };
-  }
-  if (error.keyword === 'required') {
-    const missing = (error.params as { missingProperty: string }).missingProperty;
-    return { key: child(missing), message: 'is required' };
-  }
-  return { key: key || '(root)', message: error.message ?? 'is invalid' };
+/** The value at `keys` of nested tables, for the checks that also run on an invalid document. */
+function lookup(value: unknown, ...keys: string[]): unknown {
+  return keys.reduce<unknown>((at, key) => (isJsonObject(at) ? at[key] : undefined), value);
 }
-
-type Doc = Record<string, Record<string, unknown> | undefined>;
 
 function durationMs(value: unknown, fallback: number): number {
   return value === undefined ? fallback : (parseDurationMs(value) ?? fallback);
 }
 
-function checkDurations(doc: Doc, problems: Problem[]): void {
-  const entries: Array<[string, unknown]> = [
-    ['limits.idle_timeout', doc.limits?.idle_timeout],
-    ['database.reconcile_interval', doc.database?.reconcile_interval],
-  ];
-  const jwt = (doc.policy_configurations?.jwtauth_v1 ?? {}) as Record<string, unknown>;
-  for (const key of [
+const DURATION_KEYS = [
+  ['limits', 'idle_timeout'],
+  ['database', 'reconcile_interval'],
+  ...[
     'leeway',
     'jwkscachettl',
     'jwksfetchtimeout',
     'jwksfetchretryinterval',
     'jwksrefreshcooldown',
     'tokencachettl',
-  ]) {
-    entries.push([`policy_configurations.jwtauth_v1.${key}`, jwt[key]]);
-  }
-  for (const [key, value] of entries) {
+  ].map((key) => ['policy_configurations', 'jwtauth_v1', key]),
+];
+
+/** What the schema cannot say: durations, the reconcile floor, the in-flight cap, unique names. */
+function checkValues(doc: unknown, problems: Problem[]): void {
+  for (const keys of DURATION_KEYS) {
+    const value = lookup(doc, ...keys);
     if (value !== undefined && parseDurationMs(value) === undefined) {
-      problems.push({ key, message: 'must be a duration such as 30s, 5m or 500ms' });
+      problems.push({
+        key: keys.join('.'),
+        message: 'must be a duration such as 30s, 5m or 500ms',
+      });
     }
   }
+  const reconcile = lookup(doc, 'database', 'reconcile_interval');
+  if (reconcile !== undefined && (parseDurationMs(reconcile) ?? 100) < 100) {
+    problems.push({ key: 'database.reconcile_interval', message: 'must be at least 100ms' });
+  }
+  const inflight = lookup(doc, 'limits', 'max_inflight_request_bytes');
+  const body = lookup(doc, 'limits', 'max_request_body_bytes');
+  if (typeof inflight === 'number' && inflight < (typeof body === 'number' ? body : 1024 * 1024)) {
+    problems.push({
+      key: 'limits.max_inflight_request_bytes',
+      message:
+        'must be at least limits.max_request_body_bytes (or no body of that size could ever be read)',
+    });
+  }
+  const managers = lookup(doc, 'policy_configurations', 'jwtauth_v1', 'keymanagers');
+  const names = new Set<string>();
+  (Array.isArray(managers) ? managers : []).forEach((km: unknown, i) => {
+    const name = lookup(km, 'name');
+    if (typeof name === 'string') {
+      if (names.has(name)) {
+        problems.push({
+          key: `policy_configurations.jwtauth_v1.keymanagers[${i}].name`,
+          message: 'duplicate name',
+        });
+      }
+      names.add(name);
+    }
+  });
 }
 
 /**
@@ -268,54 +268,24 @@ export function resolveConfig(
       '--database-url or GATEWAY_DATABASE_URL',
     );
   }
-  const doc = lowerCaseKeys(raw ?? {}, '', problems) as Doc;
-  if (!validateConfig(doc)) problems.push(...(validateConfig.errors ?? []).map(describe));
-  checkDurations(doc, problems);
-  const reconcile = doc.database?.reconcile_interval;
-  if (reconcile !== undefined && (parseDurationMs(reconcile) ?? 100) < 100) {
-    problems.push({ key: 'database.reconcile_interval', message: 'must be at least 100ms' });
-  }
-  const rawLimits = (doc.limits ?? {}) as Record<string, unknown>;
-  if (
-    typeof rawLimits.max_inflight_request_bytes === 'number' &&
-    rawLimits.max_inflight_request_bytes <
-      ((rawLimits.max_request_body_bytes as number) ?? 1024 * 1024)
-  ) {
-    problems.push({
-      key: 'limits.max_inflight_request_bytes',
-      message:
-        'must be at least limits.max_request_body_bytes (or no body of that size could ever be read)',
-    });
-  }
-  const jwt = (doc.policy_configurations?.jwtauth_v1 ?? {}) as Record<string, unknown>;
-  const rawManagers = (Array.isArray(jwt.keymanagers) ? jwt.keymanagers : []) as Array<
-    Record<string, unknown>
-  >;
-  const names = new Set<string>();
-  rawManagers.forEach((km, i) => {
-    if (typeof km.name === 'string') {
-      if (names.has(km.name)) {
-        problems.push({
-          key: `policy_configurations.jwtauth_v1.keymanagers[${i}].name`,
-          message: 'duplicate name',
-        });
-      }
-      names.add(km.name);
-    }
-  });
-  if (problems.length > 0) fail(problems, source);
+  const doc = lowerCaseKeys(raw ?? {}, '', problems);
+  const valid = CONFIG_DOCUMENT.is(doc);
+  if (!valid) problems.push(...CONFIG_DOCUMENT.issues(doc).map(describe));
+  checkValues(doc, problems);
+  if (!valid || problems.length > 0) fail(problems, source);
 
   const baseDir = options.baseDir ?? process.cwd();
   const resolvePath = (p: string) => path.resolve(baseDir, p);
-  const keyManagers = rawManagers.map((km, i): KeyManagerConfig => {
-    const remote = (km.jwks as { remote: Record<string, unknown> }).remote;
+  const jwt = doc.policy_configurations?.jwtauth_v1;
+  const keyManagers = (jwt?.keymanagers ?? []).map((km, i): KeyManagerConfig => {
+    const { remote } = km.jwks;
     const manager: KeyManagerConfig = {
-      name: km.name as string,
-      issuer: km.issuer as string,
-      jwksUri: remote.uri as string,
+      name: km.name,
+      issuer: km.issuer,
+      jwksUri: remote.uri,
       skipTlsVerify: remote.skiptlsverify === true,
     };
-    if (typeof remote.certificatepath === 'string') {
+    if (remote.certificatepath !== undefined) {
       const caPath = resolvePath(remote.certificatepath);
       try {
         manager.caCertificate = readFileSync(caPath, 'utf8');
@@ -327,54 +297,50 @@ export function resolveConfig(
     return manager;
   });
 
-  const listeners = (doc.listeners ?? {}) as Record<string, unknown>;
-  const limits = (doc.limits ?? {}) as Record<string, unknown>;
-  const tls = doc.tls as { cert: string; key: string } | undefined;
-  const users = ((doc.management?.users ?? []) as Array<Record<string, unknown>>).map((u) => ({
-    username: u.username as string,
-    passwordHash: u.password_hash as string,
-    roles: u.roles as string[],
+  const { listeners, limits, tls, database } = doc;
+  const users = (doc.management?.users ?? []).map((u) => ({
+    username: u.username,
+    passwordHash: u.password_hash,
+    roles: u.roles,
   }));
-  const dataDir = options.dataDir ?? (doc.data_dir as string | undefined) ?? '.data/gateway';
-  const gatewayUrl = doc.policy_configurations?.mcpauth_v1 as { gatewayurl?: string } | undefined;
-  const database = (doc.database ?? {}) as Record<string, unknown>;
-  const databaseUrl = options.databaseUrl ?? (database.url as string | undefined);
+  const dataDir = options.dataDir ?? doc.data_dir ?? '.data/gateway';
+  const gatewayUrl = doc.policy_configurations?.mcpauth_v1?.gatewayurl;
+  const databaseUrl = options.databaseUrl ?? database?.url;
 
   const config: GatewayConfig = {
     // Loopback unless configured: exposing the proxies on the network is a deliberate choice.
-    host: (listeners.host as string | undefined) ?? '127.0.0.1',
-    managementHost: (listeners.management_host as string | undefined) ?? '127.0.0.1',
+    host: listeners?.host ?? '127.0.0.1',
+    managementHost: listeners?.management_host ?? '127.0.0.1',
     ports: {
-      https: (listeners.https_port as number | undefined) ?? 8443,
-      http: (listeners.http_port as number | undefined) ?? 8080,
-      management: (listeners.management_port as number | undefined) ?? 9090,
+      https: listeners?.https_port ?? 8443,
+      http: listeners?.http_port ?? 8080,
+      management: listeners?.management_port ?? 9090,
     },
     dataDir: resolvePath(dataDir),
     keyManagers,
     jwt: {
-      leewaySeconds: durationMs(jwt.leeway, 30_000) / 1000,
-      jwksCacheTtlMs: durationMs(jwt.jwkscachettl, 300_000),
-      jwksFetchTimeoutMs: durationMs(jwt.jwksfetchtimeout, 5_000),
-      jwksFetchRetries: (jwt.jwksfetchretrycount as number | undefined) ?? 2,
-      jwksFetchRetryIntervalMs: durationMs(jwt.jwksfetchretryinterval, 500),
-      jwksRefreshCooldownMs: durationMs(jwt.jwksrefreshcooldown, 10_000),
-      tokenCacheMaxEntries: (jwt.cachemaxsize as number | undefined) ?? 10_000,
-      tokenCacheTtlMs: durationMs(jwt.tokencachettl, 300_000),
+      leewaySeconds: durationMs(jwt?.leeway, 30_000) / 1000,
+      jwksCacheTtlMs: durationMs(jwt?.jwkscachettl, 300_000),
+      jwksFetchTimeoutMs: durationMs(jwt?.jwksfetchtimeout, 5_000),
+      jwksFetchRetries: jwt?.jwksfetchretrycount ?? 2,
+      jwksFetchRetryIntervalMs: durationMs(jwt?.jwksfetchretryinterval, 500),
+      jwksRefreshCooldownMs: durationMs(jwt?.jwksrefreshcooldown, 10_000),
+      tokenCacheMaxEntries: jwt?.cachemaxsize ?? 10_000,
+      tokenCacheTtlMs: durationMs(jwt?.tokencachettl, 300_000),
     },
     managementUsers: users,
-    allowedOrigins: (listeners.allowed_origins as string[] | undefined) ?? [],
+    allowedOrigins: listeners?.allowed_origins ?? [],
     limits: {
-      maxRequestBodyBytes: (limits.max_request_body_bytes as number | undefined) ?? 1024 * 1024,
-      maxInflightRequestBytes:
-        (limits.max_inflight_request_bytes as number | undefined) ?? 64 * 1024 * 1024,
-      idleTimeoutMs: durationMs(limits.idle_timeout, 300_000),
+      maxRequestBodyBytes: limits?.max_request_body_bytes ?? 1024 * 1024,
+      maxInflightRequestBytes: limits?.max_inflight_request_bytes ?? 64 * 1024 * 1024,
+      idleTimeoutMs: durationMs(limits?.idle_timeout, 300_000),
     },
-    database: { reconcileIntervalMs: durationMs(database.reconcile_interval, 5_000) },
-    logLevel: (doc.log_level as string | undefined) ?? process.env.LOG_LEVEL ?? 'info',
+    database: { reconcileIntervalMs: durationMs(database?.reconcile_interval, 5_000) },
+    logLevel: doc.log_level ?? process.env.LOG_LEVEL ?? 'info',
   };
   if (databaseUrl) config.database.url = databaseUrl;
   if (tls) config.tls = { certPath: resolvePath(tls.cert), keyPath: resolvePath(tls.key) };
-  if (gatewayUrl?.gatewayurl) config.gatewayUrl = gatewayUrl.gatewayurl.replace(/\/+$/, '');
+  if (gatewayUrl) config.gatewayUrl = gatewayUrl.replace(/\/+$/, '');
   return config;
 }
 

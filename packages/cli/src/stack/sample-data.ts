@@ -67,7 +67,10 @@ const USERS: SampleUser[] = [
   },
 ];
 
-function scimUser(user: SampleUser): Record<string, unknown> {
+/** A SCIM user body as the bootstrap document holds it. */
+type BootstrapUser = NonNullable<BootstrapDocument['users']>[number];
+
+function scimUser(user: SampleUser): BootstrapUser {
   return {
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:User', ENTERPRISE, CUSTOM],
     userName: user.userName,
@@ -105,7 +108,7 @@ export function gatewayApiResources(layout: StackLayout): ApiResourceBootstrap[]
 }
 
 /** A person who can sign in and only read users: the role `user-auditor` (list and view). */
-function readOnlyUser(secrets: StackSecrets): Record<string, unknown> {
+function readOnlyUser(secrets: StackSecrets): BootstrapUser {
   const { userName, password } = secrets.readOnlyUser;
   return {
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],

@@ -1,19 +1,33 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomToken } from '@mcp-identity/common';
+import { compileSchema, randomToken } from '@mcp-identity/common';
+import { type Static, Type } from '@sinclair/typebox';
+
+const clientCredentials = Type.Object({ clientId: Type.String(), clientSecret: Type.String() });
 
 /** Credentials the stack generates once and reuses on every later start. */
-export interface StackSecrets {
+const STACK_SECRETS_SCHEMA = Type.Object({
   /** Its tokens go to the gateway, which accepts only its client id as audience. */
-  clientApp: { clientId: string; clientSecret: string };
+  clientApp: clientCredentials,
   /** Its credentials go to the SCIM MCP server as SCIM_OAUTH2_* and AI_OAUTH2_*. */
-  backendApp: { clientId: string; clientSecret: string };
+  backendApp: clientCredentials,
   /** A backend holding read scopes only: the demo shows the IdP refusing its writes. */
-  readOnlyApp: { clientId: string; clientSecret: string };
-  gatewayAdmin: { username: string; password: string };
-  areaAccount: { email: string; password: string };
+  readOnlyApp: clientCredentials,
+  gatewayAdmin: Type.Object({ username: Type.String(), password: Type.String() }),
+  areaAccount: Type.Object({ email: Type.String(), password: Type.String() }),
   /** A person at the IdP who signs in through MCP clients; their role grants list and view only. */
-  readOnlyUser: { userName: string; password: string };
+  readOnlyUser: Type.Object({ userName: Type.String(), password: Type.String() }),
+});
+
+export type StackSecrets = Static<typeof STACK_SECRETS_SCHEMA>;
+
+const COMPLETE_SECRETS = compileSchema(STACK_SECRETS_SCHEMA);
+/** What a file written by an older version holds: some entries, each complete. */
+const STORED_SECRETS = compileSchema(Type.Partial(STACK_SECRETS_SCHEMA));
+
+/** Whether the stored credentials have every entry this version uses. */
+export function isStackSecrets(value: unknown): value is StackSecrets {
+  return COMPLETE_SECRETS.is(value);
 }
 
 const FILE = 'stack-secrets.json';
@@ -33,7 +47,7 @@ function generate(): StackSecrets {
 export function readStackSecrets(dataDir: string): Partial<StackSecrets> | undefined {
   const path = join(dataDir, FILE);
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as Partial<StackSecrets>;
+    return STORED_SECRETS.parse(JSON.parse(readFileSync(path, 'utf8')), 'its content');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new Error(`Cannot read ${path}: ${(error as Error).message}`);

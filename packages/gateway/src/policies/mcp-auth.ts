@@ -1,56 +1,36 @@
 import { bearerToken } from '@mcp-identity/common';
+import { type Static, Type } from '@sinclair/typebox';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../jsonrpc.js';
 import { insufficientScope, unauthenticated } from './challenge.js';
-import type {
-  Authenticator,
-  AuthOutcome,
-  Exchange,
-  Policy,
-  PolicyFactory,
-  PolicySetup,
-} from './policy.js';
-import { stringList } from './schema-parts.js';
+import { definePolicy } from './define-policy.js';
+import type { Authenticator, AuthOutcome, Exchange, Policy, PolicySetup } from './policy.js';
+import { closed, stringList } from './schema-parts.js';
 
-interface Group {
-  enabled?: boolean;
-  exceptions?: string[];
-}
+const authGroup = Type.Partial(
+  Type.Object({ enabled: Type.Boolean(), exceptions: stringList() }, closed),
+);
 
-export interface McpAuthParams {
-  issuers?: string[];
-  audiences?: string[];
-  requiredScopes?: string[];
-  forwardToken?: boolean;
-  userIdClaim?: string;
-  tools?: Group;
-  resources?: Group;
-  prompts?: Group;
-  methods?: Group;
-}
+/** `mcp-auth` v1: (issuers, audiences, requiredScopes, forwardToken) plus WSO2's per-group `{enabled, exceptions}` switches. */
+const MCP_AUTH_V1 = Type.Partial(
+  Type.Object(
+    {
+      issuers: stringList(),
+      audiences: stringList(),
+      requiredScopes: stringList(),
+      forwardToken: Type.Boolean(),
+      userIdClaim: Type.String({ minLength: 1 }),
+      tools: authGroup,
+      resources: authGroup,
+      prompts: authGroup,
+      methods: authGroup,
+    },
+    closed,
+  ),
+);
 
-const authGroup = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { enabled: { type: 'boolean' }, exceptions: stringList },
-};
-
-/** `mcp-auth` v1 (issuers, audiences, requiredScopes, forwardToken) plus WSO2's per-group `{enabled, exceptions}` switches. */
-const MCP_AUTH_V1 = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    issuers: stringList,
-    audiences: stringList,
-    requiredScopes: stringList,
-    forwardToken: { type: 'boolean' },
-    userIdClaim: { type: 'string', minLength: 1 },
-    tools: authGroup,
-    resources: authGroup,
-    prompts: authGroup,
-    methods: authGroup,
-  },
-};
+export type McpAuthParams = Static<typeof MCP_AUTH_V1>;
+type Group = Static<typeof authGroup>;
 
 const GROUP_BY_METHOD: Readonly<Record<string, 'tools' | 'resources' | 'prompts'>> = {
   'tools/call': 'tools',
@@ -170,18 +150,18 @@ class McpAuthPolicy implements Policy, Authenticator {
   }
 }
 
-export const mcpAuth: PolicyFactory = {
+export const mcpAuth = definePolicy({
   name: 'mcp-auth',
   versions: { v1: MCP_AUTH_V1 },
   phase: 0,
   create(params, setup) {
-    const policy = new McpAuthPolicy(params as McpAuthParams, setup);
+    const policy = new McpAuthPolicy(params, setup);
     setup.provideAuthenticator(policy);
     return policy;
   },
   check(params, context) {
     const problems: Array<[string, string]> = [];
-    const { issuers } = params as McpAuthParams;
+    const { issuers } = params;
     if (!context.keyManagers || !Array.isArray(issuers)) return problems;
     for (const [i, name] of issuers.entries()) {
       if (typeof name === 'string' && !context.keyManagers.includes(name)) {
@@ -190,4 +170,4 @@ export const mcpAuth: PolicyFactory = {
     }
     return problems;
   },
-};
+});

@@ -1,92 +1,81 @@
+import { type Static, Type } from '@sinclair/typebox';
 import type { JWTPayload } from 'jose';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../jsonrpc.js';
 import { insufficientScope } from './challenge.js';
+import { definePolicy } from './define-policy.js';
 import {
   type Exchange,
   LIST_ITEM_CALL,
   type ListMethod,
   type Policy,
-  type PolicyFactory,
   type Refusal,
 } from './policy.js';
-import { stringList } from './schema-parts.js';
+import { closed, stringList } from './schema-parts.js';
 
-interface ClaimMatcher {
-  claim: string;
-  values: string[];
-}
+const claimMatcher = Type.Object(
+  { claim: Type.String({ minLength: 1 }), values: stringList({ minItems: 1 }) },
+  closed,
+);
 
-export interface AuthzRule {
-  name: string;
-  scopes?: { allOf?: string[]; anyOf?: string[] };
-  claims?: { allOf?: ClaimMatcher[]; anyOf?: ClaimMatcher[] };
-  /** Deprecated: same as `scopes.anyOf`; ignored when `scopes` is given. */
-  requiredScopes?: string[];
-}
-
-export interface McpAuthzParams {
-  tools?: AuthzRule[];
-  resources?: AuthzRule[];
-  prompts?: AuthzRule[];
-  methods?: AuthzRule[];
-  filterLists?: boolean;
-}
-
-const claimMatcher = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['claim', 'values'],
-  properties: { claim: { type: 'string', minLength: 1 }, values: { ...stringList, minItems: 1 } },
-};
-
-const rule = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['name'],
-  properties: {
-    name: { type: 'string', minLength: 1, maxLength: 256 },
-    scopes: {
-      type: 'object',
-      additionalProperties: false,
-      minProperties: 1,
-      properties: { allOf: { ...stringList, minItems: 1 }, anyOf: { ...stringList, minItems: 1 } },
-    },
-    claims: {
-      type: 'object',
-      additionalProperties: false,
-      minProperties: 1,
-      properties: {
-        allOf: { type: 'array', minItems: 1, items: claimMatcher },
-        anyOf: { type: 'array', minItems: 1, items: claimMatcher },
-      },
-    },
-    /** Deprecated WSO2 spelling of `scopes.anyOf`. */
-    requiredScopes: { ...stringList, minItems: 1 },
+const rule = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 256 }),
+    scopes: Type.Optional(
+      Type.Partial(
+        Type.Object(
+          { allOf: stringList({ minItems: 1 }), anyOf: stringList({ minItems: 1 }) },
+          { ...closed, minProperties: 1 },
+        ),
+      ),
+    ),
+    claims: Type.Optional(
+      Type.Partial(
+        Type.Object(
+          {
+            allOf: Type.Array(claimMatcher, { minItems: 1 }),
+            anyOf: Type.Array(claimMatcher, { minItems: 1 }),
+          },
+          { ...closed, minProperties: 1 },
+        ),
+      ),
+    ),
+    /** Deprecated: same as `scopes.anyOf`; ignored when `scopes` is given. */
+    requiredScopes: Type.Optional(stringList({ minItems: 1 })),
   },
-  anyOf: [{ required: ['scopes'] }, { required: ['claims'] }, { required: ['requiredScopes'] }],
-};
+  {
+    ...closed,
+    anyOf: [{ required: ['scopes'] }, { required: ['claims'] }, { required: ['requiredScopes'] }],
+  },
+);
 
-const ruleList = { type: 'array', minItems: 1, items: rule };
+const ruleList = Type.Array(rule, { minItems: 1 });
 
 /** `mcp-authz` v1: rules per capability type, plus the opt-in list filtering. */
-const MCP_AUTHZ_V1 = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    tools: ruleList,
-    resources: ruleList,
-    prompts: ruleList,
-    methods: ruleList,
-    filterLists: { type: 'boolean' },
-  },
-  anyOf: [
-    { required: ['tools'] },
-    { required: ['resources'] },
-    { required: ['prompts'] },
-    { required: ['methods'] },
-  ],
-};
+const MCP_AUTHZ_V1 = Type.Partial(
+  Type.Object(
+    {
+      tools: ruleList,
+      resources: ruleList,
+      prompts: ruleList,
+      methods: ruleList,
+      filterLists: Type.Boolean(),
+    },
+    {
+      ...closed,
+      anyOf: [
+        { required: ['tools'] },
+        { required: ['resources'] },
+        { required: ['prompts'] },
+        { required: ['methods'] },
+      ],
+    },
+  ),
+);
+
+export type AuthzRule = Static<typeof rule>;
+export type McpAuthzParams = Static<typeof MCP_AUTHZ_V1>;
+type ClaimMatcher = Static<typeof claimMatcher>;
 
 type AuthzDecision =
   | { governed: false }
@@ -226,9 +215,9 @@ class McpAuthzPolicy implements Policy {
   }
 }
 
-export const mcpAuthz: PolicyFactory = {
+export const mcpAuthz = definePolicy({
   name: 'mcp-authz',
   versions: { v1: MCP_AUTHZ_V1 },
   phase: 1,
-  create: (params) => new McpAuthzPolicy(params as McpAuthzParams),
-};
+  create: (params) => new McpAuthzPolicy(params),
+});

@@ -1,56 +1,40 @@
-import { FixedWindowThrottle, jsonRpcError } from '@mcp-identity/common';
+import { FixedWindowThrottle, isJsonObject, jsonRpcError } from '@mcp-identity/common';
+import { type Static, Type } from '@sinclair/typebox';
 import { parseDurationMs } from '../durations.js';
-import type { Exchange, Policy, PolicyFactory, PolicySetup, Refusal } from './policy.js';
+import { definePolicy } from './define-policy.js';
+import type { Exchange, Policy, PolicySetup, Refusal } from './policy.js';
+import { closed } from './schema-parts.js';
 
-interface Limit {
-  limit: number;
-  duration: string | number;
-}
-
-interface LimitRule {
-  name: string;
-  limits: Limit[];
-}
-
-export interface McpRateLimitParams {
-  tools?: LimitRule[];
-  methods?: LimitRule[];
-}
-
-const limitRules = {
-  type: 'array',
-  minItems: 1,
-  items: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['name', 'limits'],
-    properties: {
-      name: { type: 'string', minLength: 1, maxLength: 256 },
-      limits: {
-        type: 'array',
-        minItems: 1,
-        maxItems: 8,
-        items: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['limit', 'duration'],
-          properties: {
-            limit: { type: 'integer', minimum: 1 },
-            duration: { anyOf: [{ type: 'number', exclusiveMinimum: 0 }, { type: 'string' }] },
+const limitRules = Type.Array(
+  Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 256 }),
+      limits: Type.Array(
+        Type.Object(
+          {
+            limit: Type.Integer({ minimum: 1 }),
+            duration: Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.String()]),
           },
-        },
-      },
+          closed,
+        ),
+        { minItems: 1, maxItems: 8 },
+      ),
     },
-  },
-};
+    closed,
+  ),
+  { minItems: 1 },
+);
 
 /** `mcp-ratelimit` v1, WSO2's shape: limits per tool (`tools/call` by name) or per method. */
-const MCP_RATELIMIT_V1 = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { tools: limitRules, methods: limitRules },
-  anyOf: [{ required: ['tools'] }, { required: ['methods'] }],
-};
+const MCP_RATELIMIT_V1 = Type.Partial(
+  Type.Object(
+    { tools: limitRules, methods: limitRules },
+    { ...closed, anyOf: [{ required: ['tools'] }, { required: ['methods'] }] },
+  ),
+);
+
+export type McpRateLimitParams = Static<typeof MCP_RATELIMIT_V1>;
+type LimitRule = Static<typeof limitRules>[number];
 
 /** One limit of one rule, counted per tool (or method) and caller. */
 interface Limiter {
@@ -152,19 +136,20 @@ function tooManyRequests(
   };
 }
 
-export const mcpRateLimit: PolicyFactory = {
+export const mcpRateLimit = definePolicy({
   name: 'mcp-ratelimit',
   versions: { v1: MCP_RATELIMIT_V1 },
   phase: 2,
-  create: (params, setup) => new McpRateLimitPolicy(params as McpRateLimitParams, setup),
+  create: (params, setup) => new McpRateLimitPolicy(params, setup),
   check(params) {
     const problems: Array<[string, string]> = [];
     for (const group of ['tools', 'methods'] as const) {
-      const rules = (params as McpRateLimitParams)[group];
+      const rules = params[group];
       if (!Array.isArray(rules)) continue;
-      rules.forEach((rule, i) => {
-        (Array.isArray(rule?.limits) ? rule.limits : []).forEach((limit, j) => {
-          const ms = parseDurationMs(limit?.duration);
+      rules.forEach((rule: unknown, i) => {
+        const limits = isJsonObject(rule) && Array.isArray(rule.limits) ? rule.limits : [];
+        limits.forEach((limit: unknown, j) => {
+          const ms = parseDurationMs(isJsonObject(limit) ? limit.duration : undefined);
           if (ms === undefined || ms < 1000) {
             problems.push([
               `${group}[${i}].limits[${j}].duration`,
@@ -176,4 +161,4 @@ export const mcpRateLimit: PolicyFactory = {
     }
     return problems;
   },
-};
+});

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { TSchema } from '@sinclair/typebox';
 import type { TokenVerifier, VerifiedToken } from '../auth/verifier.js';
 import type { KeyManagerConfig } from '../config.js';
 import type { McpCall } from '../jsonrpc.js';
@@ -107,11 +108,11 @@ export interface ValidationContext {
   resolveSecrets?: boolean;
 }
 
-/** A policy kind, created by name from the registry (`policies/index.ts`). */
+/** A policy kind, created by name from the registry (`policies/index.ts`); see `definePolicy`. */
 export interface PolicyFactory {
   readonly name: string;
   /** JSON Schema of the params, per major version (`v1`). */
-  readonly versions: Readonly<Record<string, object>>;
+  readonly versions: Readonly<Record<string, TSchema>>;
   /** Lower runs first: authentication 0, authorization 1, traffic shaping 2. */
   readonly phase: number;
   create(params: Record<string, unknown>, setup: PolicySetup): Policy;

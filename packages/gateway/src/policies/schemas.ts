@@ -1,11 +1,16 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import {
+  type CompiledSchema,
+  compileSchema,
+  isJsonObject,
+  keyPath,
+  type SchemaIssue,
+} from '@mcp-identity/common';
 import { POLICIES } from './index.js';
 
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
-const validators = new Map<string, ValidateFunction>();
+const validators = new Map<string, CompiledSchema<unknown>>();
 for (const factory of POLICIES.values()) {
   for (const [version, schema] of Object.entries(factory.versions)) {
-    validators.set(`${factory.name}@${version}`, ajv.compile(schema));
+    validators.set(`${factory.name}@${version}`, compileSchema(schema));
   }
 }
 
@@ -18,28 +23,23 @@ export function supportedVersions(name: string): string[] {
 }
 
 /** The alternatives of a failed `anyOf` of required members, read from the schema itself. */
-function anyOfMembers(schema: unknown): string {
-  const options = (schema as { anyOf?: Array<{ required?: string[] }> } | undefined)?.anyOf ?? [];
-  return options.flatMap((option) => option.required ?? []).join(', ');
+function anyOfMembers(alternatives: unknown): string {
+  return (Array.isArray(alternatives) ? alternatives : [])
+    .flatMap((option: unknown) =>
+      isJsonObject(option) && Array.isArray(option.required) ? option.required : [],
+    )
+    .join(', ');
 }
 
-function describe(error: ErrorObject, at: string): string {
-  const where =
-    at +
-    error.instancePath
-      .split('/')
-      .slice(1)
-      .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
-      .join('');
-  switch (error.keyword) {
+function describe(issue: SchemaIssue, at: string): string {
+  const where = keyPath(issue.path, at);
+  switch (issue.keyword) {
     case 'additionalProperties':
-      return `${where}.${(error.params as { additionalProperty: string }).additionalProperty}: unknown parameter`;
-    case 'required':
-      return `${where}.${(error.params as { missingProperty: string }).missingProperty}: is required`;
+      return `${where}: unknown parameter`;
     case 'anyOf':
-      return `${where}: at least one of ${anyOfMembers(error.parentSchema)} is required`;
+      return `${where}: at least one of ${anyOfMembers(issue.schema)} is required`;
     default:
-      return `${where}: ${error.message ?? 'is invalid'}`;
+      return `${where}: ${issue.message}`;
   }
 }
 
@@ -50,16 +50,9 @@ export function validatePolicyParams(
   params: unknown,
   at: string,
 ): string[] {
-  const validate = validators.get(`${name}@${version}`);
-  if (!validate) return [`${at}: unsupported version`];
-  if (validate(params ?? {})) return [];
-  const errors = validate.errors ?? [];
-  // ajv also reports each branch of a failed anyOf; the anyOf summary says it better.
-  return [
-    ...new Set(
-      errors
-        .filter((e) => !/\/anyOf\/\d+\//.test(e.schemaPath))
-        .map((e) => describe(e, `${at}.params`)),
-    ),
-  ];
+  const validator = validators.get(`${name}@${version}`);
+  if (!validator) return [`${at}: unsupported version`];
+  // Ajv also reports each branch of a failed anyOf; the anyOf summary says it better.
+  const issues = validator.issues(params ?? {}).filter((issue) => !issue.inAlternative);
+  return [...new Set(issues.map((issue) => describe(issue, `${at}.params`)))];
 }

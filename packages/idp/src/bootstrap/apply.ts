@@ -3,44 +3,11 @@ import { parse as parseYaml } from 'yaml';
 import { ScimError } from '../scim/errors.js';
 import { KNOWN_SCOPES } from '../scim/scopes.js';
 import type { ScimService } from '../scim/service.js';
-import type { CustomAttribute } from '../scim/user-schema.js';
-import type { AppStore, GrantType } from '../store/apps.js';
+import type { AppStore } from '../store/apps.js';
 import type { ApiResourceStore } from '../store/resources.js';
-import { bootstrapProblems } from './schema.js';
+import { BOOTSTRAP_DOCUMENT, type BootstrapDocument, bootstrapProblems } from './schema.js';
 
-/** The bootstrap file (YAML). Every section is optional; applying it twice changes nothing. */
-export type BootstrapDocument = {
-  customAttributes?: CustomAttribute[];
-  applications?: {
-    name: string;
-    clientId?: string;
-    /** Omitted: generated at creation and reported once in the result. */
-    clientSecret?: string;
-    grantTypes?: GrantType[];
-    /** Scope names, or `"*"` for every scope the IdP knows. */
-    scopes?: string[] | '*';
-    redirectUris?: string[];
-  }[];
-  /** SCIM user bodies (userName, password, emails, extensions…). */
-  users?: Record<string, unknown>[];
-  /** `members` are user names. */
-  groups?: { displayName: string; members?: string[] }[];
-  /** `users` are user names, `groups` group names, `permissions` scopes or `"*"`. */
-  roles?: {
-    displayName: string;
-    permissions?: string[] | '*';
-    users?: string[];
-    groups?: string[];
-  }[];
-  /** API resources (RFC 8707) tokens can be bound to; `applications` are application names. */
-  apiResources?: {
-    identifier: string;
-    name: string;
-    scopes: string[];
-    dynamicClients?: boolean;
-    applications?: string[];
-  }[];
-};
+export type { BootstrapDocument } from './schema.js';
 
 export type BootstrapResult = {
   /** Applications created by this run, with their secrets (shown once). */
@@ -84,11 +51,8 @@ export function checkBootstrap(
   document: unknown,
   source = 'Bootstrap document',
 ): BootstrapDocument {
-  const problems = bootstrapProblems(document);
-  if (problems.length) {
-    throw new BootstrapError(`${source} is invalid:\n  ${problems.join('\n  ')}`);
-  }
-  return document as BootstrapDocument;
+  if (BOOTSTRAP_DOCUMENT.is(document)) return document;
+  throw new BootstrapError(`${source} is invalid:\n  ${bootstrapProblems(document).join('\n  ')}`);
 }
 
 const scopesOf = (value: string[] | '*' | undefined): string[] =>
@@ -160,7 +124,7 @@ export async function applyBootstrap(
   }
 
   for (const user of document.users ?? []) {
-    const userName = String(user.userName ?? '');
+    const { userName } = user;
     try {
       if (!service.users.findByUserName(userName)) await service.createUser('user', user);
     } catch (error) {

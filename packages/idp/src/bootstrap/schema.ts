@@ -1,123 +1,99 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { compileSchema, keyPath, type SchemaIssue, stringEnum } from '@mcp-identity/common';
+import { type Static, Type } from '@sinclair/typebox';
 
-const NAME = { type: 'string', minLength: 1 } as const;
-const NAMES = { type: 'array', items: NAME } as const;
-const SCOPES = { anyOf: [{ const: '*' }, NAMES] } as const;
+const NAME = Type.String({ minLength: 1 });
+const NAMES = Type.Array(NAME);
+/** Scope names, or `"*"` for every scope the IdP knows. */
+const SCOPES = Type.Union([Type.Literal('*'), NAMES]);
+const closed = { additionalProperties: false } as const;
 
 /** JSON Schema of the bootstrap file: every key is known, every value of the right type. */
-const BOOTSTRAP_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    customAttributes: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['name', 'type'],
-        properties: {
-          name: NAME,
-          type: { enum: ['string', 'boolean', 'integer', 'dateTime'] },
-        },
-      },
-    },
-    applications: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['name'],
-        properties: {
-          name: NAME,
-          clientId: NAME,
-          clientSecret: NAME,
-          grantTypes: {
-            type: 'array',
-            items: { enum: ['client_credentials', 'authorization_code', 'refresh_token'] },
+const BOOTSTRAP_SCHEMA = Type.Partial(
+  Type.Object(
+    {
+      customAttributes: Type.Array(
+        Type.Object(
+          { name: NAME, type: stringEnum(['string', 'boolean', 'integer', 'dateTime']) },
+          closed,
+        ),
+      ),
+      applications: Type.Array(
+        Type.Object(
+          {
+            name: NAME,
+            clientId: Type.Optional(NAME),
+            /** Omitted: generated at creation and reported once in the result. */
+            clientSecret: Type.Optional(NAME),
+            grantTypes: Type.Optional(
+              Type.Array(stringEnum(['client_credentials', 'authorization_code', 'refresh_token'])),
+            ),
+            scopes: Type.Optional(SCOPES),
+            redirectUris: Type.Optional(NAMES),
           },
-          scopes: SCOPES,
-          redirectUris: NAMES,
-        },
-      },
+          closed,
+        ),
+      ),
+      /** SCIM user bodies (userName, password, emails, extensions…): the SCIM layer checks them. */
+      users: Type.Array(
+        Type.Intersect([
+          Type.Object({ userName: NAME }),
+          Type.Record(Type.String(), Type.Unknown()),
+        ]),
+      ),
+      /** `members` are user names. */
+      groups: Type.Array(Type.Object({ displayName: NAME, members: Type.Optional(NAMES) }, closed)),
+      /** `users` are user names, `groups` group names, `permissions` scopes or `"*"`. */
+      roles: Type.Array(
+        Type.Object(
+          {
+            displayName: NAME,
+            permissions: Type.Optional(SCOPES),
+            users: Type.Optional(NAMES),
+            groups: Type.Optional(NAMES),
+          },
+          closed,
+        ),
+      ),
+      /** API resources (RFC 8707) tokens can be bound to; `applications` are application names. */
+      apiResources: Type.Array(
+        Type.Object(
+          {
+            identifier: NAME,
+            name: NAME,
+            scopes: NAMES,
+            dynamicClients: Type.Optional(Type.Boolean()),
+            applications: Type.Optional(NAMES),
+          },
+          closed,
+        ),
+      ),
     },
-    // SCIM user bodies: the SCIM layer checks their attributes.
-    users: {
-      type: 'array',
-      items: { type: 'object', required: ['userName'], properties: { userName: NAME } },
-    },
-    groups: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['displayName'],
-        properties: { displayName: NAME, members: NAMES },
-      },
-    },
-    roles: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['displayName'],
-        properties: { displayName: NAME, permissions: SCOPES, users: NAMES, groups: NAMES },
-      },
-    },
-    apiResources: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['identifier', 'name', 'scopes'],
-        properties: {
-          identifier: NAME,
-          name: NAME,
-          scopes: NAMES,
-          dynamicClients: { type: 'boolean' },
-          applications: NAMES,
-        },
-      },
-    },
-  },
-} as const;
+    closed,
+  ),
+);
 
-const validate = new Ajv({ allErrors: true, strict: true }).compile(BOOTSTRAP_SCHEMA);
+/** The bootstrap file (YAML). Every section is optional; applying it twice changes nothing. */
+export type BootstrapDocument = Static<typeof BOOTSTRAP_SCHEMA>;
+
+export const BOOTSTRAP_DOCUMENT = compileSchema(BOOTSTRAP_SCHEMA);
 
 /** Problems of a bootstrap document, each `key.path: message`; empty when it is valid. */
 export function bootstrapProblems(document: unknown): string[] {
-  if (validate(document)) return [];
-  const problems = (validate.errors ?? [])
+  const problems = BOOTSTRAP_DOCUMENT.issues(document)
     // `anyOf` reports each failed branch and then itself: keep the summary only.
-    .filter((e) => !(e.schemaPath.includes('/anyOf/') && e.keyword !== 'anyOf'))
+    .filter((issue) => !issue.inAlternative)
     .map(describe);
   return [...new Set(problems)];
 }
 
-/** `/a/0/b` → `a[0].b` */
-function keyPath(pointer: string): string {
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce(
-      (path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part),
-      '',
-    );
-}
-
-function describe(error: ErrorObject): string {
-  const key = keyPath(error.instancePath);
-  const child = (name: string) => (key ? `${key}.${name}` : name);
-  switch (error.keyword) {
-    case 'additionalProperties':
-      return `${child((error.params as { additionalProperty: string }).additionalProperty)}: unknown key`;
-    case 'required':
-      return `${child((error.params as { missingProperty: string }).missingProperty)}: is required`;
+function describe(issue: SchemaIssue): string {
+  const key = keyPath(issue.path);
+  switch (issue.keyword) {
     case 'anyOf':
       return `${key}: must be "*" or a list of names`;
     case 'enum':
-      return `${key}: must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+      return `${key}: must be one of ${issue.params.allowedValues.join(', ')}`;
     default:
-      return `${key || '(top level)'}: ${error.message ?? 'is invalid'}`;
+      return `${key || '(top level)'}: ${issue.message}`;
   }
 }
