@@ -31,6 +31,8 @@ interface Endpoint {
   mcpUrl(layout: StackLayout): string;
   authorizationEndpoint(layout: StackLayout): string;
   signIn(page: Page, secrets: StackSecrets): Promise<void>;
+  /** A tool the signed-in user's scopes do not cover, and the scope the refusal names. */
+  refused?: { tool: string; scope: string };
 }
 
 const AREA_A: Endpoint = {
@@ -53,6 +55,7 @@ const GATEWAY: Endpoint = {
     await page.fill('input[name=password]', readOnlyUser.password);
     await page.click('button[type=submit]');
   },
+  refused: { tool: 'delete_user', scope: 'internal_user_mgt_delete' },
 };
 
 describeRequiring('MCP Inspector’s web UI', inspectorMissing(), () => {
@@ -77,7 +80,10 @@ describeRequiring('MCP Inspector’s web UI', inspectorMissing(), () => {
     (browser) => {
       it.each([
         ['Area A', AREA_A],
-        ['the gateway', GATEWAY],
+        [
+          'the gateway (its read-only user is refused delete_user, with the scope it needs)',
+          GATEWAY,
+        ],
       ])(
         'connects to %s through OAuth (registration, state, PKCE, resource, login), lists the tools and runs search_users',
         async (_name, endpoint) => {
@@ -121,6 +127,19 @@ describeRequiring('MCP Inspector’s web UI', inspectorMissing(), () => {
             await page.getByRole('textbox', { name: 'filter' }).fill('userName eq alice');
             await page.getByRole('button', { name: 'Execute Tool' }).click();
             await page.getByText("'userName': 'alice'").first().waitFor();
+
+            // The gateway's 403 insufficient_scope names the missing scope, and Inspector offers
+            // to authorize it (the read-only user's role would still not grant it).
+            if (endpoint.refused) {
+              await page.getByText(endpoint.refused.tool, { exact: true }).click();
+              await page
+                .getByRole('textbox', { name: 'userId' })
+                .fill('00000000-0000-4000-8000-000000000000');
+              await page.getByRole('button', { name: 'Execute Tool' }).click();
+              const stepUp = page.getByRole('dialog', { name: 'Additional permissions required' });
+              await stepUp.getByText(`additional scope: ${endpoint.refused.scope}`).waitFor();
+              await stepUp.getByRole('button', { name: 'Cancel' }).click();
+            }
           } catch (error) {
             throw new Error(`${(error as Error).message}\nInspector:\n${inspector.output()}`);
           } finally {
