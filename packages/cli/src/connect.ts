@@ -8,6 +8,19 @@ const AREA_A = 'scim-area-a';
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
 
+/** The MCP Inspector release tested against the stack (packages/cli/test/inspector.test.ts). */
+export const INSPECTOR_VERSION = '2.12.0';
+
+/** MCP Inspector's `--config` file for the running stack: both endpoints, by URL only. */
+export function inspectorConfiguration(layout: StackLayout) {
+  return {
+    mcpServers: {
+      [GATEWAY]: { type: 'streamable-http', url: layout.gateway.mcpUrl },
+      [AREA_A]: { type: 'streamable-http', url: layout.areaA.mcpUrl },
+    },
+  };
+}
+
 /**
  * A ready-to-paste configuration of one MCP client for the running stack: the
  * gateway (HTTPS, certificate from the stack's CA) and Area A. Both speak the
@@ -65,15 +78,13 @@ export function clientConfiguration(client: McpClientName, layout: StackLayout):
       ].join('\n');
     case 'inspector':
       return [
-        '# MCP Inspector: save as inspector.json, then',
-        `#   NODE_EXTRA_CA_CERTS=${layout.caFile} npx @modelcontextprotocol/inspector --config inspector.json --server ${GATEWAY}`,
-        '# (web UI: Transport "Streamable HTTP", the URL below, Connect; OAuth starts by itself)',
-        json({
-          mcpServers: {
-            [GATEWAY]: { type: 'streamable-http', url: gateway },
-            [AREA_A]: { type: 'streamable-http', url: areaA },
-          },
-        }),
+        `# MCP Inspector ${INSPECTOR_VERSION} (needs Node >= 22.19): save as inspector.json, then`,
+        `#   NODE_EXTRA_CA_CERTS=${layout.caFile} npx @modelcontextprotocol/inspector@${INSPECTOR_VERSION} --config inspector.json`,
+        '# On an older Node, from a checkout of mcp-identity (Linux x64: it brings its own Node):',
+        '#   npm ci --prefix tools/inspector --ignore-scripts',
+        `#   NODE_EXTRA_CA_CERTS=${layout.caFile} npm start --prefix tools/inspector -- --config "$PWD/inspector.json"`,
+        '# Open the printed URL and switch a server on: Inspector registers, opens the login, connects.',
+        json(inspectorConfiguration(layout)),
         '',
         `# ${caHint.split('\n').join('\n# ')}`,
         '',

@@ -13,16 +13,15 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { decodeJwt } from 'jose';
 import { fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProgress } from '../src/progress.js';
 import {
   callToolThroughGateway,
   clientCredentialsToken,
   trustingAgent,
 } from '../src/stack/clients.js';
 import { READ_ONLY_SCOPES } from '../src/stack/sample-data.js';
-import { type RunningStack, startStack } from '../src/stack/start.js';
+import type { RunningStack } from '../src/stack/start.js';
 import { idpBrowserLogin } from './support/sdk-login.js';
-import { captureStream, freeStackPorts } from './support/stack-helpers.js';
+import { startQuietStack } from './support/stack-helpers.js';
 
 // `up`'s whole stack (the packages' dist/bin.js: run `npx tsc -b` first), and the official
 // MCP SDK client given nothing but the gateway's URL, as a user's MCP client would be.
@@ -32,12 +31,7 @@ let stack: RunningStack;
 let callback: RunningServer;
 
 beforeAll(async () => {
-  stack = await startStack({
-    dataDir: join(tempDir(), 'data'),
-    ports: await freeStackPorts(),
-    progress: createProgress(captureStream().stream),
-    startTimeoutMs: 60_000,
-  });
+  stack = await startQuietStack(join(tempDir(), 'data'));
   // The client's redirect target: a real loopback listener, as a native client's would be.
   const app = createApp({ logger: createLogger({ level: 'silent', pretty: false }) });
   app.get('/callback', (_request, reply) => reply.type('text/html').send('<h1>Signed in</h1>'));

@@ -1,9 +1,11 @@
 import { createServer, type Server } from 'node:net';
 import { Writable } from 'node:stream';
 import { type Agent, fetch } from 'undici';
+import { createProgress } from '../../src/progress.js';
 import { trustingAgent } from '../../src/stack/clients.js';
 import type { StackLayout, StackPorts } from '../../src/stack/layout.js';
 import type { StackSecrets } from '../../src/stack/secrets.js';
+import { type RunningStack, startStack } from '../../src/stack/start.js';
 
 /**
  * Six distinct free loopback ports for one stack. All listeners are open at
@@ -48,6 +50,16 @@ export function captureStream(): { stream: Writable; text(): string } {
     },
   });
   return { stream, text: () => Buffer.concat(chunks).toString('utf8') };
+}
+
+/** `up`'s whole stack in `dataDir` on free ports, its progress output kept out of the test's. */
+export async function startQuietStack(dataDir: string): Promise<RunningStack> {
+  return startStack({
+    dataDir,
+    ports: await freeStackPorts(),
+    progress: createProgress(captureStream().stream),
+    startTimeoutMs: 60_000,
+  });
 }
 
 /**

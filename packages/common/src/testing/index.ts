@@ -8,6 +8,12 @@ export {
 export { findExecutable, postgresBinDir } from './executables.js';
 export { type FixedUpstream, startFixedUpstream } from './fixed-upstream.js';
 export {
+  type InspectorOptions,
+  inspectorMissing,
+  startInspector,
+  type TestInspector,
+} from './inspector.js';
+export {
   type LoadBalancerOptions,
   nginxMissing,
   startLoadBalancer,
