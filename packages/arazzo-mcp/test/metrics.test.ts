@@ -1,6 +1,6 @@
 import { METRICS_TOKEN_ENV, startArazzoMcpHttp } from '@mcp-identity/arazzo-mcp';
 import { createLogger, type RunningServer } from '@mcp-identity/common';
-import { useTempDir } from '@mcp-identity/common/testing';
+import { expositionProblems, metricValue, useTempDir } from '@mcp-identity/common/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,12 +47,6 @@ async function serve(
 const scrape = (server: RunningServer, token?: string) =>
   fetch(`${server.url}/metrics`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
 
-/** The value of one series in an exposition, 0 when absent. */
-function sample(text: string, series: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
-
 describe('arazzo-mcp metrics (SCIM MCP server)', () => {
   it('has no /metrics without a metrics token', async () => {
     const server = await serve({});
@@ -81,20 +75,27 @@ describe('arazzo-mcp metrics (SCIM MCP server)', () => {
     const response = await scrape(server, SCRAPER_TOKEN);
     expect(response.status).toBe(200);
     const text = await response.text();
-    expect(sample(text, 'arazzo_mcp_tool_calls_total{tool="search_users",outcome="success"}')).toBe(
+    expect(
+      metricValue(text, 'arazzo_mcp_tool_calls_total{tool="search_users",outcome="success"}'),
+    ).toBe(1);
+    expect(
+      metricValue(text, 'arazzo_mcp_tool_calls_total{tool="get_user_by_id",outcome="success"}'),
+    ).toBe(1);
+    expect(
+      metricValue(text, 'arazzo_mcp_tool_calls_total{tool="create_user",outcome="error"}'),
+    ).toBe(1);
+    expect(metricValue(text, 'arazzo_mcp_tool_calls_total{tool="other",outcome="rejected"}')).toBe(
+      1,
+    );
+    expect(metricValue(text, 'arazzo_mcp_tool_duration_seconds_count{tool="search_users"}')).toBe(
       1,
     );
     expect(
-      sample(text, 'arazzo_mcp_tool_calls_total{tool="get_user_by_id",outcome="success"}'),
-    ).toBe(1);
-    expect(sample(text, 'arazzo_mcp_tool_calls_total{tool="create_user",outcome="error"}')).toBe(1);
-    expect(sample(text, 'arazzo_mcp_tool_calls_total{tool="other",outcome="rejected"}')).toBe(1);
-    expect(sample(text, 'arazzo_mcp_tool_duration_seconds_count{tool="search_users"}')).toBe(1);
-    expect(
-      sample(text, 'arazzo_mcp_http_requests_total{method="POST",route="/mcp",status="200"}'),
+      metricValue(text, 'arazzo_mcp_http_requests_total{method="POST",route="/mcp",status="200"}'),
     ).toBeGreaterThanOrEqual(5);
     expect(text).toContain('# TYPE process_cpu_user_seconds_total counter');
     expect(text).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+    expect(expositionProblems(text)).toEqual([]);
     // Area A's series exist only where Area A runs.
     expect(text).not.toContain('arazzo_mcp_oauth_');
   });
@@ -140,7 +141,7 @@ describe('arazzo-mcp metrics (Area A, --auth builtin)', () => {
     expect(appLogin.status).toBe(401);
 
     const after = await (await scrape(server, SCRAPER_TOKEN)).text();
-    const moved = (series: string) => sample(after, series) - sample(before, series);
+    const moved = (series: string) => metricValue(after, series) - metricValue(before, series);
     expect(moved('arazzo_mcp_oauth_registrations_total{outcome="success"}')).toBe(1);
     expect(moved('arazzo_mcp_oauth_logins_total{flow="oauth",outcome="success"}')).toBe(1);
     expect(moved('arazzo_mcp_oauth_logins_total{flow="app",outcome="failure"}')).toBe(1);

@@ -1,3 +1,4 @@
+import { expositionProblems, metricValue } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
 import {
   authorizeRequest,
@@ -8,12 +9,6 @@ import {
   tokenRequest,
   userBody,
 } from './helpers.js';
-
-/** The value of one series in an exposition, 0 when absent. */
-function sample(text: string, series: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
 
 describe('IdP metrics', async () => {
   const idp = await startTestIdp();
@@ -59,7 +54,7 @@ describe('IdP metrics', async () => {
     expect(badCode.status).toBe(400);
 
     const after = await (await scrape(reader)).text();
-    const moved = (series: string) => sample(after, series) - sample(before, series);
+    const moved = (series: string) => metricValue(after, series) - metricValue(before, series);
     expect(moved('idp_scim_requests_total{resource="Users",method="POST",status="201"}')).toBe(1);
     expect(moved('idp_scim_requests_total{resource="Users",method="GET",status="200"}')).toBe(1);
     expect(moved('idp_scim_requests_total{resource="Users",method="GET",status="401"}')).toBe(1);
@@ -73,12 +68,16 @@ describe('IdP metrics', async () => {
     ).toBe(1);
     // The metrics token itself was a client-credentials grant, counted before the first scrape.
     expect(
-      sample(after, 'idp_token_requests_total{grant_type="client_credentials",outcome="success"}'),
+      metricValue(
+        after,
+        'idp_token_requests_total{grant_type="client_credentials",outcome="success"}',
+      ),
     ).toBeGreaterThan(0);
     expect(
       moved('idp_http_request_duration_seconds_count{method="POST",route="/oauth2/token"}'),
     ).toBe(2);
     expect(after).toContain('# TYPE process_cpu_user_seconds_total counter');
     expect(after).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
+    expect(expositionProblems(after)).toEqual([]);
   });
 });
