@@ -97,7 +97,8 @@ type ChildTree<C> = Map<string, ChildTree<C> | C>;
 
 /**
  * A metric's label children kept by their label values: recording into a series that exists
- * looks it up through one map per label instead of building and hashing a label object.
+ * finds its child through one map per label, where `metric.labels(...)` would build a new label
+ * object and child on every call.
  */
 export function labelChildren<C>(metric: {
   labels(...values: string[]): C;
