@@ -42,6 +42,7 @@ export {
   requireHeader,
 } from './http/required-header.js';
 export { createMcpServer, DEFAULT_SERVER_INFO, type ServerInfo } from './mcp/server.js';
+export { METRICS_TOKEN_ENV } from './metrics.js';
 export {
   AREA_A_PORT,
   type ArazzoMcpHttpOptions,

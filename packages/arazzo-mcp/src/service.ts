@@ -9,6 +9,7 @@ import {
 import { createArazzoMcpApp } from './http/app.js';
 import type { RequiredHeader } from './http/required-header.js';
 import { createMcpServer, type ServerInfo } from './mcp/server.js';
+import { createArazzoMcpMetrics, metricsTokenFromEnv } from './metrics.js';
 import { createToolCatalog, type ToolCatalog, type ToolCatalogOptions } from './tools/catalog.js';
 
 export interface ArazzoMcpOptions extends Omit<ToolCatalogOptions, 'logger'> {
@@ -123,8 +124,12 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
         ...options.builtinAuth,
       });
     }
+    const metrics = createArazzoMcpMetrics({
+      token: metricsTokenFromEnv(options.env ?? process.env),
+      builtinAuth: auth !== undefined,
+    });
     const app = createArazzoMcpApp({
-      catalog: opened.catalog,
+      catalog: metrics.instrument(opened.catalog),
       logger,
       serverInfo: options.serverInfo,
       auth,
@@ -132,6 +137,7 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
       allowedOrigins: options.allowedOrigins,
       ownOrigins: options.builtinAuth?.publicUrl ? [options.builtinAuth.publicUrl] : [],
     });
+    metrics.register(app);
     // Runs once in-flight requests have finished, whether closed by the caller or a signal.
     app.addHook('onClose', async () => {
       await auth?.close();

@@ -42,6 +42,20 @@ export {
 export { createLogger, type Logger, type LoggerSettings } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export {
+  createMetricsRegistry,
+  DURATION_BUCKETS,
+  formField,
+  instrumentHttp,
+  labelChildren,
+  METRICS_PATH,
+  type MetricsRouteOptions,
+  type MetricsSource,
+  outcomeOfStatus,
+  registerMetricsRoute,
+  requireMetricsToken,
+  routeLabel,
+} from './metrics.js';
+export {
   CORS_ALLOW_HEADERS,
   CORS_EXPOSE_HEADERS,
   type CorsOptions,

@@ -18,7 +18,7 @@ import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
 import { type ControlPlane, createControlPlane } from './control-plane.js';
 import { Listener } from './listener.js';
 import { batchedStdout } from './log-destination.js';
-import { GatewayMetrics } from './metrics.js';
+import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
 import { type ProxyEntry, ProxyMirror } from './proxy-sync.js';
 import { ProxyRegistry } from './registry.js';
@@ -65,7 +65,9 @@ export interface RunningGateway {
   gatewayUrl: string;
   config: GatewayConfig;
   /** This process's metrics in Prometheus text format. */
-  renderMetrics(): string;
+  renderMetrics(): Promise<string>;
+  /** This process's metrics as prom-client JSON (what a worker sends its primary). */
+  metricsSnapshot(): Promise<MetricsSnapshot>;
   close(): Promise<void>;
 }
 
@@ -246,6 +248,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     gatewayUrl,
     config,
     renderMetrics: () => metrics.render(),
+    metricsSnapshot: () => metrics.snapshot(),
     close,
   };
 }

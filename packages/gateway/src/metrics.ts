@@ -1,4 +1,5 @@
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+import { createMetricsRegistry, DURATION_BUCKETS } from '@mcp-identity/common';
+import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client';
 
 /**
  * Methods reported by name (JSON-RPC methods, the HTTP verbs without a JSON-RPC body — `POST`
@@ -35,45 +36,83 @@ export function methodLabel(method: string): string {
   return KNOWN_METHODS.has(method) ? method : 'other';
 }
 
-const escapeLabel = (value: string) =>
-  value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+/** One process's metrics as prom-client JSON: what a worker sends the primary to add up. */
+export type MetricsSnapshot = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
-/** Per-bucket counts (not cumulative: a sample counts once, in its lowest bucket). */
-interface Histogram {
-  buckets: number[];
-  sum: number;
-  count: number;
+const REQUESTS = 'mcp_gateway_requests_total';
+
+const BUCKET_LE_FIRST = /^(\w+_bucket)\{le="([^"]*)",(.*)\}/gm;
+
+/**
+ * prom-client writes a bucket's `le` before the other labels; the gateway has always written it
+ * last (`{proxy="…",le="…"}`). Prometheus reads either order; dashboards and checks matching the
+ * text keep working.
+ */
+function leLast(exposition: string): string {
+  return exposition.replace(BUCKET_LE_FIRST, '$1{$3,le="$2"}');
 }
 
-/** One proxy's series: request counters by method label and decision, and its latency. */
+/** One proxy's series: request counts by method label and decision, and its latency child. */
 interface ProxySeries {
-  labels: string;
   requests: Map<string, Map<string, { value: number }>>;
-  latency: Histogram;
+  latency: Histogram.Internal<'proxy'>;
 }
 
 /**
- * Counters and a latency histogram for MCP requests, rendered in Prometheus text format.
- * Recording a request looks its series up by the label values it already has, so the hot path
- * builds no label strings; they are escaped and joined only when `/metrics` is scraped.
+ * The gateway's metrics on prom-client, in a registry of its own (several gateways may share a
+ * process), with Node.js process metrics. A request is counted in a plain number found through
+ * the label values it already has, and the counts are handed to the prom-client counter when it
+ * is scraped: a prom-client child hashes its labels on every call, which would cost more than
+ * the rest of the recording. The latency goes to a histogram child kept per proxy.
  */
 export class GatewayMetrics {
+  private readonly registry = createMetricsRegistry();
   private readonly proxies = new Map<string, ProxySeries>();
-  private readonly uncaught = { exception: 0, rejection: 0 };
+  private readonly requests: Counter<'proxy' | 'method' | 'decision'> = new Counter({
+    name: REQUESTS,
+    help: 'MCP requests handled by the gateway.',
+    labelNames: ['proxy', 'method', 'decision'] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.requests.reset();
+      for (const [proxy, { requests }] of this.proxies) {
+        for (const [method, byDecision] of requests) {
+          for (const [decision, { value }] of byDecision) {
+            this.requests.labels(proxy, method, decision).inc(value);
+          }
+        }
+      }
+    },
+  });
+  private readonly latency = new Histogram({
+    name: 'mcp_gateway_request_duration_seconds',
+    help: 'Time from request to the end of the response.',
+    labelNames: ['proxy'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly uncaught = new Counter({
+    name: 'mcp_gateway_uncaught_errors_total',
+    help: 'Errors no handler caught, contained by the process guard.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    // Both series exist from the start: anything but 0 is a bug, and 0 is worth seeing.
+    this.uncaught.labels('exception').inc(0);
+    this.uncaught.labels('rejection').inc(0);
+  }
 
   /** An error that escaped every handler and was contained by the process guard. */
   recordUncaught(kind: 'exception' | 'rejection'): void {
-    this.uncaught[kind] += 1;
+    this.uncaught.labels(kind).inc();
   }
 
   record(proxy: string, method: string, decision: string, seconds: number): void {
     let series = this.proxies.get(proxy);
     if (!series) {
-      series = {
-        labels: `proxy="${escapeLabel(proxy)}"`,
-        requests: new Map(),
-        latency: { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 },
-      };
+      series = { requests: new Map(), latency: this.latency.labels(proxy) };
       this.proxies.set(proxy, series);
     }
     const label = methodLabel(method);
@@ -85,53 +124,39 @@ export class GatewayMetrics {
     const counter = byDecision.get(decision);
     if (counter) counter.value += 1;
     else byDecision.set(decision, { value: 1 });
-    const { latency } = series;
-    for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
-      if (seconds <= (LATENCY_BUCKETS[i] as number)) {
-        latency.buckets[i]! += 1;
-        break;
-      }
-    }
-    latency.sum += seconds;
-    latency.count += 1;
+    series.latency.observe(seconds);
   }
 
-  render(): string {
-    const lines = [
-      '# HELP mcp_gateway_requests_total MCP requests handled by the gateway.',
-      '# TYPE mcp_gateway_requests_total counter',
-    ];
-    for (const { labels, requests } of this.proxies.values()) {
-      for (const [method, byDecision] of requests) {
-        for (const [decision, { value }] of byDecision) {
-          lines.push(
-            `mcp_gateway_requests_total{${labels},method="${escapeLabel(method)}",decision="${decision}"} ${value}`,
-          );
-        }
-      }
+  /** This process's metrics in the Prometheus text format. */
+  async render(): Promise<string> {
+    return leLast(await this.registry.metrics());
+  }
+
+  snapshot(): Promise<MetricsSnapshot> {
+    return this.registry.getMetricsAsJSON();
+  }
+
+  /**
+   * `gateway serve --workers N`: the primary's metrics and its workers' added up (prom-client's
+   * cluster aggregation: counters and histograms summed, each process metric as prom-client
+   * defines), plus `mcp_gateway_worker_requests_total{pid}`, the MCP requests of each worker.
+   */
+  async renderCluster(workers: { pid: number; metrics: MetricsSnapshot }[]): Promise<string> {
+    const perWorker = new Registry();
+    const handled = new Counter({
+      name: 'mcp_gateway_worker_requests_total',
+      help: 'MCP requests handled by each worker process.',
+      labelNames: ['pid'] as const,
+      registers: [perWorker],
+    });
+    for (const { pid, metrics } of workers) {
+      const values = metrics.find((metric) => metric.name === REQUESTS)?.values ?? [];
+      handled.labels(String(pid)).inc(values.reduce((sum, { value }) => sum + value, 0));
     }
-    lines.push(
-      '# HELP mcp_gateway_request_duration_seconds Time from request to the end of the response.',
-      '# TYPE mcp_gateway_request_duration_seconds histogram',
-    );
-    for (const { labels, latency: h } of this.proxies.values()) {
-      let cumulative = 0;
-      LATENCY_BUCKETS.forEach((bound, i) => {
-        cumulative += h.buckets[i] as number;
-        lines.push(
-          `mcp_gateway_request_duration_seconds_bucket{${labels},le="${bound}"} ${cumulative}`,
-        );
-      });
-      lines.push(`mcp_gateway_request_duration_seconds_bucket{${labels},le="+Inf"} ${h.count}`);
-      lines.push(`mcp_gateway_request_duration_seconds_sum{${labels}} ${h.sum}`);
-      lines.push(`mcp_gateway_request_duration_seconds_count{${labels}} ${h.count}`);
-    }
-    lines.push(
-      '# HELP mcp_gateway_uncaught_errors_total Errors no handler caught, contained by the process guard.',
-      '# TYPE mcp_gateway_uncaught_errors_total counter',
-      `mcp_gateway_uncaught_errors_total{kind="exception"} ${this.uncaught.exception}`,
-      `mcp_gateway_uncaught_errors_total{kind="rejection"} ${this.uncaught.rejection}`,
-    );
-    return `${lines.join('\n')}\n`;
+    const total = AggregatorRegistry.aggregate<typeof Registry.PROMETHEUS_CONTENT_TYPE>([
+      await this.snapshot(),
+      ...workers.map((worker) => worker.metrics),
+    ]);
+    return leLast(await Registry.merge([total, perWorker]).metrics());
   }
 }

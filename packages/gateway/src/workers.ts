@@ -16,9 +16,8 @@ import {
   startGateway,
   startupFacts,
 } from './gateway.js';
-import { GatewayMetrics } from './metrics.js';
+import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
-import { mergePrometheusText } from './prometheus-merge.js';
 import type { ProxyEntry, ProxyTarget } from './proxy-sync.js';
 
 /**
@@ -36,7 +35,7 @@ type ToWorker =
 type ToPrimary =
   | { type: 'sync' }
   | { type: 'ready'; publicUrl: string; plainUrl: string }
-  | { type: 'metrics'; id: number; text: string };
+  | { type: 'metrics'; id: number; metrics: MetricsSnapshot };
 
 const METRICS_TIMEOUT_MS = 1_000;
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -56,7 +55,9 @@ async function runWorker(options: GatewayOptions): Promise<void> {
   let gateway: RunningGateway | undefined;
   process.on('message', (message: ToWorker) => {
     if (message.type === 'metrics') {
-      send({ type: 'metrics', id: message.id, text: gateway?.renderMetrics() ?? '' });
+      void (gateway?.metricsSnapshot() ?? Promise.resolve([])).then((metrics) =>
+        send({ type: 'metrics', id: message.id, metrics }),
+      );
     } else if (message.type === 'shutdown') {
       void (gateway?.close() ?? Promise.resolve()).then(() => process.exit(0));
     }
@@ -116,14 +117,14 @@ async function gatherMetrics(own: GatewayMetrics, workers: Worker[]): Promise<st
   const answers = await Promise.all(
     workers.map(
       (worker) =>
-        new Promise<{ pid: number; text: string } | undefined>((resolve) => {
+        new Promise<{ pid: number; metrics: MetricsSnapshot } | undefined>((resolve) => {
           const timer = setTimeout(() => done(undefined), METRICS_TIMEOUT_MS);
           const onMessage = (message: ToPrimary) => {
             if (message.type === 'metrics' && message.id === id) {
-              done({ pid: worker.process.pid ?? 0, text: message.text });
+              done({ pid: worker.process.pid ?? 0, metrics: message.metrics });
             }
           };
-          const done = (answer: { pid: number; text: string } | undefined) => {
+          const done = (answer: { pid: number; metrics: MetricsSnapshot } | undefined) => {
             clearTimeout(timer);
             worker.off('message', onMessage);
             resolve(answer);
@@ -133,17 +134,7 @@ async function gatherMetrics(own: GatewayMetrics, workers: Worker[]): Promise<st
         }),
     ),
   );
-  const texts = answers.filter((a) => a !== undefined);
-  const perWorker = texts.map(({ pid, text }) => {
-    const requests = text
-      .split('\n')
-      .filter((line) => line.startsWith('mcp_gateway_requests_total{'))
-      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
-    return `mcp_gateway_worker_requests_total{pid="${pid}"} ${requests}`;
-  });
-  return `${mergePrometheusText([own.render(), ...texts.map((t) => t.text)])}# HELP mcp_gateway_worker_requests_total MCP requests handled by each worker process.
-# TYPE mcp_gateway_worker_requests_total counter
-${perWorker.join('\n')}\n`;
+  return own.renderCluster(answers.filter((a) => a !== undefined));
 }
 
 async function runPrimary(options: GatewayOptions, count: number): Promise<void> {

@@ -17,8 +17,9 @@ describe('process guard', () => {
       installProcessGuard(createLogger({ level: 'error', pretty: false }), metrics);
       setTimeout(() => { throw new Error('escaped exception'); }, 1);
       setTimeout(() => { void Promise.reject(new Error('escaped rejection')); }, 2);
-      setTimeout(() => {
-        process.stdout.write(metrics.render().split('\\n').filter((l) => l.startsWith('mcp_gateway_uncaught')).join('\\n') + '\\nSTILL ALIVE\\n');
+      setTimeout(async () => {
+        const text = await metrics.render();
+        process.stdout.write(text.split('\\n').filter((l) => l.startsWith('mcp_gateway_uncaught')).join('\\n') + '\\nSTILL ALIVE\\n');
       }, 50);
     `;
     const result = spawnSync(

@@ -94,12 +94,12 @@ describe('SseListFilter', () => {
 });
 
 describe('GatewayMetrics', () => {
-  it('renders request counters per label set and cumulative latency buckets', () => {
+  it('renders request counters per label set and cumulative latency buckets', async () => {
     const metrics = new GatewayMetrics();
     metrics.record('p"1', 'tools/call', 'allowed', 0.0004);
     metrics.record('p"1', 'tools/call', 'allowed', 0.003);
     metrics.record('p"1', 'x-custom', 'forbidden', 20);
-    const text = metrics.render();
+    const text = await metrics.render();
     expect(text).toContain(
       'mcp_gateway_requests_total{proxy="p\\"1",method="tools/call",decision="allowed"} 2\n',
     );

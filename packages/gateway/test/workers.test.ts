@@ -1,4 +1,10 @@
-import { type FixedUpstream, startFixedUpstream, useTempDir } from '@mcp-identity/common/testing';
+import {
+  expositionProblems,
+  type FixedUpstream,
+  metricValue,
+  startFixedUpstream,
+  useTempDir,
+} from '@mcp-identity/common/testing';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyDefinition } from './fixtures/gateway.js';
@@ -90,6 +96,14 @@ describe('gateway serve --workers 2', () => {
     expect([...perWorker.values()].reduce((a, b) => a + b, 0)).toBe(200);
     const metrics = await (await gateway.management('/metrics')).text();
     expect(totalRequests(metrics, 'allowed')).toBe(200);
+  });
+
+  it('adds up the process metrics of the primary and the workers in one exposition', async () => {
+    const text = await (await gateway.management('/metrics')).text();
+    expect(expositionProblems(text)).toEqual([]);
+    expect(metricValue(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(metricValue(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(text).toContain('mcp_gateway_uncaught_errors_total{kind="exception"} 0');
   });
 
   it('answers health the same from every worker', async () => {

@@ -20,6 +20,7 @@ import {
   DEFAULT_BOOTSTRAP,
   readBootstrapFile,
 } from './bootstrap/apply.js';
+import { registerIdpMetrics } from './metrics.js';
 import { GrantStore } from './oauth/grants.js';
 import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes/index.js';
 import { LoginTransactions } from './oauth/transactions.js';
@@ -215,6 +216,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       done(null, body),
     );
     registerHealthRoutes(app, { livePath: '/api/health-check/v1.0/health' });
+    registerIdpMetrics(app, core.tokens);
     // Browser-based clients (MCP Inspector's web UI, say) read discovery, register and get
     // tokens from their own origin; the policy is built once the public URL is known.
     let originPolicy: OriginPolicy | undefined;

@@ -262,7 +262,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
 const NOT_FOUND_RULE: AccessRule = { route: '', methods: [], scopes: [], secured: true };
 
 /** WSO2's valve answers (plain JSON, numeric status). */
-function valveError(reply: FastifyReply, status: 401 | 403): FastifyReply {
+export function valveError(reply: FastifyReply, status: 401 | 403): FastifyReply {
   return reply
     .code(status)
     .header('content-type', VALVE_CONTENT_TYPE)

@@ -109,6 +109,8 @@ export const ACCESS_RULES: readonly AccessRule[] = [
   ),
   ...['/scim2/Schemas', '/scim2/Schemas/:id'].map((route) => rule(DISCOVERY_METHODS, route, [])),
   rule(['GET', 'PUT', 'PATCH'], '/scim2/Me', ['internal_login']),
+  // Not SCIM: the Prometheus metrics, for a scraper holding this scope alone.
+  rule(['GET'], '/metrics', ['internal_metrics_view']),
 ];
 
 /** The rule of the route the router matched; undefined (refused) when the route has none. */

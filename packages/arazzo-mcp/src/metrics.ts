@@ -1,0 +1,162 @@
+import {
+  createMetricsRegistry,
+  DURATION_BUCKETS,
+  formField,
+  instrumentHttp,
+  labelChildren,
+  outcomeOfStatus,
+  registerMetricsRoute,
+  requireMetricsToken,
+  routeLabel,
+} from '@mcp-identity/common';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { LOGIN_PATH } from './auth/app-login.js';
+import type { ToolCatalog } from './tools/catalog.js';
+
+/** The bearer token a scraper presents to `GET /metrics`; unset, the route does not exist. */
+export const METRICS_TOKEN_ENV = 'ARAZZO_MCP_METRICS_TOKEN';
+
+export function metricsTokenFromEnv(env: Record<string, string | undefined>): string | undefined {
+  const token = env[METRICS_TOKEN_ENV]?.trim();
+  return token ? token : undefined;
+}
+
+const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
+
+/** The login form re-rendered (200) is a refused password; a redirect with the code a sign-in. */
+function oauthLoginOutcome(status: number): string {
+  return status === 200 ? 'failure' : outcomeOfStatus(status, 303);
+}
+
+function grantTypeOf(request: FastifyRequest): string {
+  const value = formField(request.body, 'grant_type');
+  return value !== undefined && GRANT_TYPES.has(value) ? value : 'other';
+}
+
+export interface ArazzoMcpMetrics {
+  /** The catalog with every `tools/call` counted and timed. */
+  instrument(catalog: ToolCatalog): ToolCatalog;
+  /**
+   * Counts the app's HTTP requests (and, with `--auth builtin`, its OAuth events) and serves
+   * `GET /metrics` when a metrics token is set. Call before the app is ready.
+   */
+  register(app: FastifyInstance): void;
+}
+
+/**
+ * The MCP server's metrics (Area B's SCIM tool server and Area A alike): process metrics,
+ * `arazzo_mcp_http_*` per route, `arazzo_mcp_tool_calls_total{tool, outcome}` and
+ * `arazzo_mcp_tool_duration_seconds{tool}`; with `--auth builtin`, Area A's OAuth events:
+ * `arazzo_mcp_oauth_registrations_total{outcome}`, `arazzo_mcp_oauth_logins_total{flow, outcome}`
+ * and `arazzo_mcp_oauth_tokens_total{grant_type, outcome}`.
+ *
+ * Neither mode has a credential fit for a scraper (the gateway's header and Area A's tokens
+ * open `/mcp`), so `/metrics` takes one of its own: `Authorization: Bearer <token>`.
+ */
+export function createArazzoMcpMetrics(options: {
+  token: string | undefined;
+  builtinAuth: boolean;
+}): ArazzoMcpMetrics {
+  const registry = createMetricsRegistry();
+  const calls = new Counter({
+    name: 'arazzo_mcp_tool_calls_total',
+    help: 'tools/call requests, by tool and outcome (success, error result, rejected).',
+    labelNames: ['tool', 'outcome'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'arazzo_mcp_tool_duration_seconds',
+    help: 'Time to answer a tools/call, workflow included, by tool.',
+    labelNames: ['tool'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  return {
+    instrument(catalog) {
+      // Names outside the catalog share one label: a client must not grow the series.
+      const series = new Map(
+        [...catalog.tools.map((tool) => tool.name), 'other'].map((tool) => [
+          tool,
+          {
+            success: calls.labels(tool, 'success'),
+            error: calls.labels(tool, 'error'),
+            rejected: calls.labels(tool, 'rejected'),
+            duration: duration.labels(tool),
+          },
+        ]),
+      );
+      return {
+        tools: catalog.tools,
+        list: () => catalog.list(),
+        async call(name, args) {
+          const one = series.get(name) ?? series.get('other')!;
+          const started = performance.now();
+          try {
+            const result = await catalog.call(name, args);
+            (result.isError ? one.error : one.success).inc();
+            return result;
+          } catch (error) {
+            one.rejected.inc();
+            throw error;
+          } finally {
+            one.duration.observe((performance.now() - started) / 1000);
+          }
+        },
+      };
+    },
+    register(app) {
+      instrumentHttp(app, registry, 'arazzo_mcp');
+      if (options.builtinAuth) countOAuthEvents(app, registry);
+      if (options.token !== undefined) {
+        registerMetricsRoute(app, registry, { authorize: requireMetricsToken(options.token) });
+      }
+    },
+  };
+}
+
+/** Area A's OAuth events, read from the answers of its endpoints. */
+function countOAuthEvents(app: FastifyInstance, registry: Registry): void {
+  const registrations = labelChildren(
+    new Counter({
+      name: 'arazzo_mcp_oauth_registrations_total',
+      help: 'Dynamic client registrations (RFC 7591), by outcome.',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+  );
+  const logins = labelChildren(
+    new Counter({
+      name: 'arazzo_mcp_oauth_logins_total',
+      help: 'Sign-ins, by flow (oauth: the authorization form; app: the normal login) and outcome.',
+      labelNames: ['flow', 'outcome'] as const,
+      registers: [registry],
+    }),
+  );
+  const tokens = labelChildren(
+    new Counter({
+      name: 'arazzo_mcp_oauth_tokens_total',
+      help: 'Token requests, by grant type and outcome (success: tokens issued).',
+      labelNames: ['grant_type', 'outcome'] as const,
+      registers: [registry],
+    }),
+  );
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.method !== 'POST') return;
+    const status = reply.statusCode;
+    switch (routeLabel(request)) {
+      case '/oauth/register':
+        registrations(outcomeOfStatus(status, 200)).inc();
+        break;
+      case '/oauth/authorize':
+        logins('oauth', oauthLoginOutcome(status)).inc();
+        break;
+      case LOGIN_PATH:
+        logins('app', status === 401 ? 'failure' : outcomeOfStatus(status, 200)).inc();
+        break;
+      case '/oauth/token':
+        tokens(grantTypeOf(request), outcomeOfStatus(status, 200)).inc();
+        break;
+    }
+  });
+}

@@ -1,0 +1,105 @@
+import {
+  bearerToken,
+  createMetricsRegistry,
+  formField,
+  instrumentHttp,
+  labelChildren,
+  METRICS_PATH,
+  outcomeOfStatus,
+  registerMetricsRoute,
+  routeLabel,
+} from '@mcp-identity/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Counter } from 'prom-client';
+import type { TokenService } from './auth/tokens.js';
+import { valveError } from './scim/routes.js';
+import { decideAccess, findAccessRule } from './scim/scopes.js';
+
+const GRANT_TYPES = new Set(['authorization_code', 'client_credentials', 'refresh_token']);
+
+/** What a submitted login form came to: a redirect with a code is a sign-in. */
+function loginOutcome(status: number, location: unknown): string {
+  if (status === 302 || status === 303) {
+    return typeof location === 'string' && /[?&]code=/.test(location) ? 'success' : 'refused';
+  }
+  return status === 401 ? 'failure' : outcomeOfStatus(status, 303);
+}
+
+/** `/scim2/v2/Roles/:id` → `Roles`; requests that matched no SCIM route → `unmatched`. */
+function scimResource(route: string): string {
+  return route.replace(/^\/scim2\/(?:v2\/)?/, '').split('/')[0] || 'unmatched';
+}
+
+/**
+ * The IdP's metrics, read from each response once it is sent so that no route's code changes:
+ * process metrics, `idp_http_*` per route, and
+ * - `idp_token_requests_total{grant_type, outcome}` — `POST /oauth2/token`;
+ * - `idp_login_attempts_total{outcome}` — the login form's post (`POST /oauth2/authorize`);
+ * - `idp_scim_requests_total{resource, method, status}` — every request under `/scim2`.
+ *
+ * `GET /metrics` follows the IdP's access model: a bearer token the IdP issued holding the
+ * scope of its rule in `scim/scopes.ts` (`internal_metrics_view`), e.g. a client-credentials
+ * application for the scraper.
+ */
+export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): void {
+  const registry = createMetricsRegistry();
+  instrumentHttp(app, registry, 'idp');
+  const tokenRequests = labelChildren(
+    new Counter({
+      name: 'idp_token_requests_total',
+      help: 'Token endpoint requests, by grant type and outcome (success: tokens issued, refused, throttled, error).',
+      labelNames: ['grant_type', 'outcome'] as const,
+      registers: [registry],
+    }),
+  );
+  const logins = labelChildren(
+    new Counter({
+      name: 'idp_login_attempts_total',
+      help: 'Submitted login forms, by outcome (success, failure, throttled, refused, error).',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+  );
+  const scimRequests = labelChildren(
+    new Counter({
+      name: 'idp_scim_requests_total',
+      help: 'SCIM requests, by resource type, method and status.',
+      labelNames: ['resource', 'method', 'status'] as const,
+      registers: [registry],
+    }),
+  );
+  app.addHook('onResponse', async (request, reply) => {
+    const route = routeLabel(request);
+    if (route === '/oauth2/token') {
+      tokenRequests(grantTypeOf(request), outcomeOfStatus(reply.statusCode, 200)).inc();
+    } else if (route === '/oauth2/authorize' && request.method === 'POST') {
+      logins(loginOutcome(reply.statusCode, reply.getHeader('location'))).inc();
+    } else if (request.url.startsWith('/scim2/')) {
+      const resource = route === 'unmatched' ? route : scimResource(route);
+      scimRequests(resource, request.method, String(reply.statusCode)).inc();
+    }
+  });
+  registerMetricsRoute(app, registry, { authorize: requireMetricsScope(tokens) });
+}
+
+function grantTypeOf(request: FastifyRequest): string {
+  const grantType = formField(request.body, 'grant_type');
+  return grantType !== undefined && GRANT_TYPES.has(grantType) ? grantType : 'other';
+}
+
+/** The access rule of `GET /metrics`, checked as the SCIM valve checks its routes. */
+function requireMetricsScope(tokens: TokenService) {
+  const rule = findAccessRule('GET', METRICS_PATH);
+  if (!rule) throw new Error(`IdP route GET ${METRICS_PATH} has no access rule`);
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const token = bearerToken(request.headers.authorization);
+    const claims = token ? await tokens.verify(token) : undefined;
+    if (!claims) {
+      reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
+      return valveError(reply, 401);
+    }
+    const scopes = new Set(claims.scope.split(' ').filter(Boolean));
+    if (!decideAccess(rule, scopes).allowed) return valveError(reply, 403);
+    return undefined;
+  };
+}
