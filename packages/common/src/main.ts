@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError } from './config.js';
 
 export interface MainOptions {
@@ -37,8 +37,14 @@ export function runMain(main: () => Promise<unknown>, options: MainOptions = {})
   );
 }
 
-/** The version in the package.json one folder above a compiled entry point. */
-function packageVersion(entryPoint: string): string {
-  const manifest = JSON.parse(readFileSync(new URL('../package.json', entryPoint), 'utf8'));
-  return String(manifest.version);
+/**
+ * The version of the package holding a module (pass its `import.meta.url`): the `version` of the
+ * nearest package.json above it, so a module answers the same from `src` and from `dist`.
+ */
+export function packageVersion(moduleUrl: string | URL): string {
+  for (let folder = new URL('./', moduleUrl); ; folder = new URL('../', folder)) {
+    const manifest = new URL('package.json', folder);
+    if (existsSync(manifest)) return String(JSON.parse(readFileSync(manifest, 'utf8')).version);
+    if (folder.pathname === '/') throw new Error(`no package.json above ${moduleUrl}`);
+  }
 }
