@@ -12,33 +12,7 @@ const PACKAGE = fileURLToPath(new URL('../', import.meta.url));
 const REPOSITORY = join(PACKAGE, '..', '..');
 const BIN = join(PACKAGE, 'src', 'bin.ts');
 const REGISTER_SOURCES = join(PACKAGE, 'test', 'support', 'register-sources.mjs');
-const FS_SHIM = join(PACKAGE, 'scripts', 'node20-fs-shim.mjs');
-const CONFORMANCE = join(
-  REPOSITORY,
-  'node_modules',
-  '@modelcontextprotocol',
-  'conformance',
-  'dist',
-  'index.js',
-);
 const WORKFLOWS = join(REPOSITORY, 'workflows', 'scim', 'scim.arazzo.yaml');
-/**
- * The suite's server scenarios that apply to `serve --auth builtin` with the SCIM workflows.
- * Not applicable (test/conformance.test.ts lists them with the reason): the scenarios of
- * capabilities the server does not declare (logging, completions, resources, prompts), those
- * that call the suite's own fixture tools (tools-call-*, json-schema-2020-12, elicitation-*,
- * server-sse-polling),
- * the 2026-07-28 draft's and the extensions' (tasks-*, sep-2640-*).
- */
-export const SERVER_SCENARIOS = [
-  'server-initialize',
-  'server-session-lifecycle',
-  'ping',
-  'tools-list',
-  'server-sse-multiple-streams',
-  'dns-rebinding-protection',
-];
-
 export const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 
 export interface Outcome {
@@ -144,26 +118,6 @@ export async function startTokenProxy(target: string, token: string): Promise<Se
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   return proxy;
-}
-
-/** Starts the conformance CLI (with the Node 20 shim) and collects its output. */
-export function conformance(args: string[], options: { verbose?: boolean } = {}) {
-  const child = spawn(process.execPath, ['--import', FS_SHIM, CONFORMANCE, ...args], {
-    env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', FORCE_COLOR: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const collect = (chunk: string) => {
-    output += chunk;
-    if (options.verbose) process.stdout.write(chunk);
-  };
-  child.stdout.setEncoding('utf8').on('data', collect);
-  child.stderr.setEncoding('utf8').on('data', collect);
-  const done = new Promise<{ code: number | null; output: string }>((resolve) => {
-    // 'close', not 'exit': the output pipes may still hold the last lines when the process exits.
-    child.once('close', (code) => resolve({ code, output }));
-  });
-  return { child, done, output: () => output };
 }
 
 /** The suite's own per-check lines (`[check-id] STATUS …`) and its totals, for the report. */
