@@ -40,7 +40,7 @@ export {
   bearerToken,
 } from './http-auth.js';
 export { createLogger, type Logger, type LoggerSettings } from './logger.js';
-export { type MainOptions, packageVersion, runMain } from './main.js';
+export { type MainOptions, runMain } from './main.js';
 export {
   CORS_ALLOW_HEADERS,
   CORS_EXPOSE_HEADERS,
@@ -53,6 +53,7 @@ export {
   type OriginPolicyOptions,
   registerCors,
 } from './origin.js';
+export { packageVersion } from './package-version.js';
 export { isS256Challenge, s256Challenge, verifyS256 } from './pkce.js';
 export {
   isDatabaseUnavailable,
