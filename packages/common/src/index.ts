@@ -59,6 +59,7 @@ export {
   isDatabaseUnavailable,
   migrateSchema,
   type SchemaMigrations,
+  type SqlPool,
   type SqlSession,
 } from './postgres.js';
 export { isSensitiveKey, REDACTED, redactDeep, redactUrl } from './redact.js';
