@@ -2,43 +2,16 @@
  * The pieces of the conformance run against `arazzo-mcp serve --auth builtin` that both the
  * script (`npm run conformance`) and the test (test/conformance.test.ts) use.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { obtainTokenWithLoginForm } from '@mcp-identity/oauth';
+import { spawnServe } from '../test/support/serve-bin.js';
 
-const PACKAGE = fileURLToPath(new URL('../', import.meta.url));
-const REPOSITORY = join(PACKAGE, '..', '..');
-const BIN = join(PACKAGE, 'src', 'bin.ts');
-const REGISTER_SOURCES = join(PACKAGE, 'test', 'support', 'register-sources.mjs');
-const FS_SHIM = join(PACKAGE, 'scripts', 'node20-fs-shim.mjs');
-const CONFORMANCE = join(
-  REPOSITORY,
-  'node_modules',
-  '@modelcontextprotocol',
-  'conformance',
-  'dist',
-  'index.js',
+const WORKFLOWS = fileURLToPath(
+  new URL('../../../workflows/scim/scim.arazzo.yaml', import.meta.url),
 );
-const WORKFLOWS = join(REPOSITORY, 'workflows', 'scim', 'scim.arazzo.yaml');
-/**
- * The suite's server scenarios that apply to `serve --auth builtin` with the SCIM workflows.
- * Not applicable (test/conformance.test.ts lists them with the reason): the scenarios of
- * capabilities the server does not declare (logging, completions, resources, prompts), those
- * that call the suite's own fixture tools (tools-call-*, json-schema-2020-12, elicitation-*,
- * server-sse-polling),
- * the 2026-07-28 draft's and the extensions' (tasks-*, sep-2640-*).
- */
-export const SERVER_SCENARIOS = [
-  'server-initialize',
-  'server-session-lifecycle',
-  'ping',
-  'tools-list',
-  'server-sse-multiple-streams',
-  'dns-rebinding-protection',
-];
-
+const EMAIL = 'conformance@localhost';
 export const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 
 export interface Outcome {
@@ -56,15 +29,8 @@ export interface Started {
 
 /** `serve --auth builtin` on a free port; resolves once it listens. */
 export async function startServer(dataDir: string): Promise<Started> {
-  const child = spawn(
-    process.execPath,
+  const served = await spawnServe(
     [
-      '--import',
-      'tsx',
-      '--import',
-      REGISTER_SOURCES,
-      BIN,
-      'serve',
       '--auth',
       'builtin',
       '--arazzo',
@@ -74,32 +40,16 @@ export async function startServer(dataDir: string): Promise<Started> {
       '--data-dir',
       dataDir,
       '--admin-email',
-      'conformance@localhost',
+      EMAIL,
     ],
-    // Info level: the "listening" line carries the URL.
-    { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {},
   );
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      reject(new Error(`the server did not start within 60 s:\n${stdout}${stderr}`));
-    }, 60_000);
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}:\n${stderr}`)));
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-      const password = /Password \(shown only this once\): (\S+)/.exec(stdout)?.[1];
-      const url = /"url":"(http:\/\/[^"]+)\/mcp"/.exec(stdout)?.[1];
-      if (password && url) {
-        clearTimeout(timer);
-        resolve({ url, email: 'conformance@localhost', password, child });
-      }
-    });
-  });
+  const password = /Password \(shown only this once\): (\S+)/.exec(served.stdout())?.[1];
+  if (password === undefined) {
+    await served.stop();
+    throw new Error(`the server printed no first-account password:\n${served.stdout()}`);
+  }
+  return { url: served.url, email: EMAIL, password, child: served.child };
 }
 
 export async function registerClient(server: Started, redirectUri: string): Promise<string> {
@@ -144,26 +94,6 @@ export async function startTokenProxy(target: string, token: string): Promise<Se
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   return proxy;
-}
-
-/** Starts the conformance CLI (with the Node 20 shim) and collects its output. */
-export function conformance(args: string[], options: { verbose?: boolean } = {}) {
-  const child = spawn(process.execPath, ['--import', FS_SHIM, CONFORMANCE, ...args], {
-    env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', FORCE_COLOR: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const collect = (chunk: string) => {
-    output += chunk;
-    if (options.verbose) process.stdout.write(chunk);
-  };
-  child.stdout.setEncoding('utf8').on('data', collect);
-  child.stderr.setEncoding('utf8').on('data', collect);
-  const done = new Promise<{ code: number | null; output: string }>((resolve) => {
-    // 'close', not 'exit': the output pipes may still hold the last lines when the process exits.
-    child.once('close', (code) => resolve({ code, output }));
-  });
-  return { child, done, output: () => output };
 }
 
 /** The suite's own per-check lines (`[check-id] STATUS …`) and its totals, for the report. */

@@ -6,21 +6,22 @@
  *     workflows, and reads the first account's password from its output;
  *  2. obtains an access token through the authorization code flow (registration, the login
  *     form, PKCE, the token endpoint) — the way a user's MCP client would;
- *  3. `conformance server` for the applicable server scenarios (SERVER_SCENARIOS), through a loopback proxy
+ *  3. `conformance server` for the applicable server scenarios (CONFORMANCE_SERVER_SCENARIOS of
+ *     @mcp-identity/common/testing), through a loopback proxy
  *     that adds the Bearer token (the suite's client cannot send one);
  *  4. `conformance authorization` against the authorization server, when the installed suite
  *     has that command (0.2.0-alpha and later), driving the login form headlessly.
  *
  *   npx tsx packages/arazzo-mcp/scripts/conformance.ts [--verbose]
  *
- * Exit code 1 when any scenario that ran failed. On Node 20 the suite is started with
- * node20-fs-shim.mjs (the suite imports Node 22's fs.globSync, used only by tier-check).
+ * Exit code 1 when any scenario that ran failed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CONFORMANCE_SERVER_SCENARIOS, runConformance } from '@mcp-identity/common/testing';
 import { submitLoginForm } from '@mcp-identity/oauth';
 import {
   ANSI_COLOUR,
@@ -29,8 +30,6 @@ import {
   type Outcome,
   obtainAccessToken,
   registerClient,
-  conformance as runConformance,
-  SERVER_SCENARIOS,
   type Started,
   startServer,
   startTokenProxy,
@@ -42,7 +41,7 @@ const conformance = (args: string[]) => runConformance(args, { verbose });
 
 async function runServerScenarios(mcpUrl: string): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
-  for (const scenario of SERVER_SCENARIOS) {
+  for (const scenario of CONFORMANCE_SERVER_SCENARIOS) {
     const run = conformance(['server', '--url', mcpUrl, '--scenario', scenario]);
     const { code, output } = await run.done;
     console.log(`\n--- conformance server --scenario ${scenario} (exit ${code})`);

@@ -1,11 +1,13 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { useTempDir } from '@mcp-identity/common/testing';
+import {
+  CONFORMANCE_SERVER_SCENARIOS,
+  runConformance,
+  useTempDir,
+} from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  conformance,
   obtainAccessToken,
-  SERVER_SCENARIOS,
   type Started,
   startServer,
   startTokenProxy,
@@ -16,21 +18,8 @@ import {
  * A) with the SCIM workflows, signed in through the authorization code flow; the same run as
  * `npm run conformance`, minus its authorization scenarios (which need a fixed callback port).
  *
- * Applicable, and passing: server-initialize, server-session-lifecycle, ping, tools-list,
- * server-sse-multiple-streams, dns-rebinding-protection.
- *
- * Not applicable:
- * - logging-set-level, completion-complete, resources-*, prompts-*: the server declares only
- *   the `tools` capability (MCP lifecycle: a client must not use undeclared capabilities).
- * - tools-call-simple-text, -image, -audio, -embedded-resource, -mixed-content, -with-logging,
- *   -error, -with-progress, -sampling, -elicitation, json-schema-2020-12,
- *   elicitation-sep1034-defaults, elicitation-sep1330-enums, server-sse-polling: they call the
- *   suite's own fixture tools (`test_simple_text`, `test_reconnection`, …), which only its
- *   reference server has; our tools are the workflows'.
- * - server-stateless, caching, http-header-validation, http-custom-header-server-validation,
- *   sep-2164-resource-not-found, input-required-result-*: the 2026-07-28 draft, which the
- *   server does not speak (it negotiates 2025-06-18 and 2025-11-25).
- * - tasks-*, sep-2640-skills-*: extensions the server does not implement.
+ * The scenarios, and why the suite's others are not applicable: CONFORMANCE_SERVER_SCENARIOS in
+ * @mcp-identity/common/testing.
  */
 const tempDir = useTempDir('arazzo-mcp-conformance-');
 
@@ -52,7 +41,7 @@ describe('MCP conformance suite against serve --auth builtin', () => {
   });
 
   it('refuses the suite without a token (the control)', async () => {
-    const { code, output } = await conformance([
+    const { code, output } = await runConformance([
       'server',
       '--url',
       `${server.url}/mcp`,
@@ -63,10 +52,10 @@ describe('MCP conformance suite against serve --auth builtin', () => {
     expect(output).toContain('invalid_token');
   }, 60_000);
 
-  it.each(SERVER_SCENARIOS)(
+  it.each(CONFORMANCE_SERVER_SCENARIOS)(
     'passes %s',
     async (scenario) => {
-      const { code, output } = await conformance([
+      const { code, output } = await runConformance([
         'server',
         '--url',
         proxiedMcpUrl,

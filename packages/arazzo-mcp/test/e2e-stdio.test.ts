@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -9,9 +8,8 @@ import {
   startFixtureApi,
   writeFixtures,
 } from './support/fixture-api.js';
+import { BIN_ARGS } from './support/serve-bin.js';
 
-const BIN = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
-const REGISTER_SOURCES = fileURLToPath(new URL('./support/register-sources.mjs', import.meta.url));
 const tempDir = useTempDir('arazzo-mcp-stdio-');
 let api: FixtureApi;
 let client: Client;
@@ -24,11 +22,7 @@ beforeAll(async () => {
     new StdioClientTransport({
       command: process.execPath,
       args: [
-        '--import',
-        'tsx',
-        '--import',
-        REGISTER_SOURCES,
-        BIN,
+        ...BIN_ARGS,
         'serve',
         '--transport',
         'stdio',

@@ -67,11 +67,13 @@ export {
   type OriginPolicyOptions,
   registerCors,
 } from './origin.js';
+export { packageVersion } from './package-version.js';
 export { isS256Challenge, s256Challenge, verifyS256 } from './pkce.js';
 export {
   isDatabaseUnavailable,
   migrateSchema,
   type SchemaMigrations,
+  type SqlPool,
   type SqlSession,
 } from './postgres.js';
 export { isSensitiveKey, REDACTED, redactDeep, redactUrl } from './redact.js';

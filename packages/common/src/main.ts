@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { ConfigError } from './config.js';
+import { packageVersion } from './package-version.js';
 
 export interface MainOptions {
   /**
@@ -35,10 +35,4 @@ export function runMain(main: () => Promise<unknown>, options: MainOptions = {})
       process.exit(1);
     },
   );
-}
-
-/** The version in the package.json one folder above a compiled entry point. */
-function packageVersion(entryPoint: string): string {
-  const manifest = JSON.parse(readFileSync(new URL('../package.json', entryPoint), 'utf8'));
-  return String(manifest.version);
 }

@@ -3,6 +3,11 @@ export interface SqlSession {
   query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
 }
 
+/** The part of a `pg` pool that `migrateSchema` uses. */
+export interface SqlPool {
+  connect(): Promise<SqlSession & { release(): void }>;
+}
+
 export interface SchemaMigrations {
   /** Table recording the applied versions, e.g. `arazzo_mcp_schema_version`. */
   versionTable: string;
@@ -18,10 +23,19 @@ export interface SchemaMigrations {
 /**
  * Brings a PostgreSQL schema to the newest version: each missing migration runs in its own
  * transaction and is recorded in the version table, under an advisory lock so that N instances
- * starting at once migrate exactly once. `session` must be one connection (the lock is held by
- * the session).
+ * starting at once migrate exactly once. It all runs on one session checked out of `pool`, since
+ * the lock is held by the session.
  */
-export async function migrateSchema(session: SqlSession, schema: SchemaMigrations): Promise<void> {
+export async function migrateSchema(pool: SqlPool, schema: SchemaMigrations): Promise<void> {
+  const session = await pool.connect();
+  try {
+    await migrateSession(session, schema);
+  } finally {
+    session.release();
+  }
+}
+
+async function migrateSession(session: SqlSession, schema: SchemaMigrations): Promise<void> {
   await session.query('SELECT pg_advisory_lock($1)', [schema.lockKey]);
   try {
     await session.query(`CREATE TABLE IF NOT EXISTS ${schema.versionTable} (

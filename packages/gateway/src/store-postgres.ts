@@ -141,18 +141,13 @@ export class PostgresStore implements ProxyStore {
   }
 
   private async migrate(): Promise<void> {
-    const session = await this.pool.connect();
-    try {
-      await migrateSchema(session, {
-        versionTable: 'mcp_gateway_schema_version',
-        lockKey: MIGRATION_LOCK,
-        migrations: MIGRATIONS,
-        component: 'gateway',
-        onMigrated: (version) => this.logger.info({ version }, 'gateway database schema migrated'),
-      });
-    } finally {
-      session.release();
-    }
+    await migrateSchema(this.pool, {
+      versionTable: 'mcp_gateway_schema_version',
+      lockKey: MIGRATION_LOCK,
+      migrations: MIGRATIONS,
+      component: 'gateway',
+      onMigrated: (version) => this.logger.info({ version }, 'gateway database schema migrated'),
+    });
   }
 
   private async query<R extends pg.QueryResultRow>(

@@ -71,18 +71,13 @@ export class PostgresAccountStore implements Accounts {
     // An idle connection dropped by a database restart must not end the process.
     pool.on('error', () => undefined);
     try {
-      const session = await pool.connect();
-      try {
-        await migrateSchema(session, {
-          versionTable: 'arazzo_mcp_schema_version',
-          lockKey: MIGRATION_LOCK,
-          migrations: MIGRATIONS,
-          component: 'arazzo-mcp',
-          onMigrated: (version) => logger?.info({ version }, 'account database schema migrated'),
-        });
-      } finally {
-        session.release();
-      }
+      await migrateSchema(pool, {
+        versionTable: 'arazzo_mcp_schema_version',
+        lockKey: MIGRATION_LOCK,
+        migrations: MIGRATIONS,
+        component: 'arazzo-mcp',
+        onMigrated: (version) => logger?.info({ version }, 'account database schema migrated'),
+      });
     } catch (error) {
       await pool.end();
       throw new Error(`cannot open the account database at ${whereIs(url)}`, {

@@ -3,13 +3,10 @@ import type { RequiredHeader } from '../http/required-header.js';
 import { isHttpUrl, parseAllowedOrigins, parseSourceServers } from './option-values.js';
 import {
   ACCOUNT_ACTIONS,
-  AUTH_MODES,
   accountFields,
   dataDirField,
   documentFields,
-  RESULT_FORMATS,
   serveFields,
-  TRANSPORTS,
   toolsFields,
 } from './options.js';
 import { resolveRequiredHeader } from './required-header-option.js';
@@ -36,11 +33,8 @@ export type DocumentOptions = Omit<DocumentValues, 'sourceServer'> & {
   sourceServers: Record<string, string>;
 };
 
-/** Options of serve whose raw value is replaced by a parsed or narrowed one. */
+/** Options of serve whose raw value is replaced by a parsed one. */
 type ParsedServeValues = {
-  transport: (typeof TRANSPORTS)[number];
-  resultFormat: (typeof RESULT_FORMATS)[number];
-  auth: (typeof AUTH_MODES)[number];
   /** `--require-header` with its value resolved. */
   requiredHeader?: RequiredHeader;
   allowedOrigins: string[];
@@ -76,9 +70,6 @@ export function parseCommandLine(
     const options: ServeOptions = {
       ...values,
       sourceServers: parseSourceServers(values.sourceServer ?? []),
-      transport: checkedMember(TRANSPORTS, values.transport),
-      resultFormat: checkedMember(RESULT_FORMATS, values.resultFormat),
-      auth: checkedMember(AUTH_MODES, values.auth),
       requiredHeader: resolveRequiredHeader(values, env),
       allowedOrigins: parseAllowedOrigins(values.allowedOrigin ?? []),
     };
@@ -114,19 +105,6 @@ function documentOptions(values: DocumentValues): DocumentOptions {
   };
 }
 
-function isMember<T extends string>(allowed: readonly T[], value: string | undefined): value is T {
-  return allowed.some((member) => member === value);
-}
-
-/**
- * A value loadConfig has already checked against its field's `enum` (the same list), typed as
- * a member of that list.
- */
-function checkedMember<T extends string>(allowed: readonly T[], value: string): T {
-  if (isMember(allowed, value)) return value;
-  throw new Error(`${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
-}
-
 function checkAuthOptions(options: ServeOptions): void {
   const problem = (key: string, source: string, message: string) => {
     throw new ConfigError([{ key, source, message }]);
@@ -157,13 +135,14 @@ function parseAccountsCommand(
   argv: readonly string[],
   env: Record<string, string | undefined>,
 ): Command {
-  const [action, ...rest] = argv;
-  if (!isMember(ACCOUNT_ACTIONS, action)) {
+  const [operand, ...rest] = argv;
+  const action = ACCOUNT_ACTIONS.find((known) => known === operand);
+  if (action === undefined) {
     throw new ConfigError([
       {
         key: 'command',
         source: 'command line',
-        message: `unknown accounts action '${action ?? ''}' (expected add, list, remove or passwd)`,
+        message: `unknown accounts action '${operand ?? ''}' (expected add, list, remove or passwd)`,
       },
     ]);
   }

@@ -5,9 +5,6 @@ import { HEADER_NAME_PATTERN, REQUIRED_HEADER_VALUE_ENV } from '../http/required
 // The flags and environment variables of each command. The option types of command-line.ts are
 // derived from these specs, and each `enum` below is the list its option's type is drawn from.
 
-export const TRANSPORTS = ['http', 'stdio'] as const;
-export const AUTH_MODES = ['none', 'builtin'] as const;
-export const RESULT_FORMATS = ['python', 'json'] as const;
 export const ACCOUNT_ACTIONS = ['add', 'list', 'remove', 'passwd'] as const;
 
 export const documentFields = defineConfig({
@@ -75,7 +72,7 @@ export const serveFields = defineConfig({
     description: 'http (Streamable HTTP at /mcp, stateless) or stdio',
     env: 'ARAZZO_MCP_TRANSPORT',
     default: 'http',
-    schema: { enum: TRANSPORTS },
+    schema: { enum: ['http', 'stdio'] },
   },
   host: {
     type: 'string',
@@ -96,7 +93,7 @@ export const serveFields = defineConfig({
       'Authentication of /mcp: none (a gateway in front authenticates callers) or builtin (this server is its own OAuth 2.1 authorization server)',
     env: 'ARAZZO_MCP_AUTH',
     default: 'none',
-    schema: { enum: AUTH_MODES },
+    schema: { enum: ['none', 'builtin'] },
   },
   ...dataDirField,
   publicUrl: {
@@ -149,7 +146,7 @@ export const serveFields = defineConfig({
       'Tool result text: python (a Python dict repr, as the reference server prints) or json',
     env: 'ARAZZO_MCP_RESULT_FORMAT',
     default: 'python',
-    schema: { enum: RESULT_FORMATS },
+    schema: { enum: ['python', 'json'] },
   },
   httpErrorsAsToolErrors: {
     type: 'boolean',

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { packageVersion } from '@mcp-identity/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolCatalog } from '../tools/catalog.js';
@@ -8,11 +8,10 @@ export interface ServerInfo {
   version: string;
 }
 
-const packageVersion = String(
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version,
-);
-
-export const DEFAULT_SERVER_INFO: ServerInfo = { name: 'arazzo-mcp', version: packageVersion };
+export const DEFAULT_SERVER_INFO: ServerInfo = {
+  name: 'arazzo-mcp',
+  version: packageVersion(import.meta.url),
+};
 
 /**
  * An MCP server exposing the catalog's tools. The low-level Server is used so that the JSON

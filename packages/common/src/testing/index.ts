@@ -5,6 +5,12 @@ export {
   describeBrowser,
   launchChromium,
 } from './browser.js';
+export {
+  CONFORMANCE_SERVER_SCENARIOS,
+  type ConformanceOptions,
+  type ConformanceRun,
+  runConformance,
+} from './conformance.js';
 export { findExecutable, postgresBinDir } from './executables.js';
 export { type FixedUpstream, startFixedUpstream } from './fixed-upstream.js';
 export {
