@@ -48,6 +48,11 @@ const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
 const COUNT_CACHE_SIZE = 128;
 /** Candidate documents checked against a value filter between two turns of the event loop. */
 const CHECK_SLICE = 500;
+/**
+ * Matches of one indexed comparison read on the calling thread before the search is handed to
+ * the worker: a bounded index range read costs less than a round trip to the worker thread.
+ */
+const NARROW_MATCHES = 256;
 
 const notFoundOnGet = () => notFound('User not found in the user store.');
 
@@ -181,10 +186,13 @@ export class UserStore {
    * index answers only approximately, are then checked on the candidate documents. Pages are
    * cut in id order. The SQL runs on a worker thread (its cost depends on the filter and the
    * data, and must not hold the event loop); candidates are checked in slices between which
-   * the event loop runs. An in-memory database has no second connection: it runs inline.
+   * the event loop runs. An in-memory database has no second connection: it runs inline. A
+   * single `eq`/`sw` comparison with few matches is answered here (see `narrowSearch`).
    */
   async search(kind: UserKind, tree: FilterTree | undefined, page: Page): Promise<SearchResult> {
     if (this.db.memory) return this.searchInline(kind, tree, page);
+    const narrow = tree ? this.narrowSearch(kind, tree, page) : undefined;
+    if (narrow) return narrow;
     this.worker ??= new SearchWorker(this.db.name);
     const [ids, params] = this.idsSql(kind, tree);
     const exact = tree !== undefined && hasValueFilter(tree);
@@ -223,6 +231,30 @@ export class UserStore {
        (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
     ).all(...params, page.count, page.startIndex - 1) as UserRow[];
     return { total, rows: rows.map(toRecord) };
+  }
+
+  /**
+   * A single `eq` or `sw` comparison on a single-valued indexed attribute reads one range of the
+   * covering index; read with a LIMIT it is bounded work, so when it finds at most
+   * NARROW_MATCHES users the answer (the same as `searchInline`'s) is cut here. Undefined when
+   * the filter has another shape or more matches: the search goes to the worker.
+   */
+  private narrowSearch(kind: UserKind, tree: FilterTree, page: Page): SearchResult | undefined {
+    if (tree.op !== 'eq' && tree.op !== 'sw') return undefined;
+    const comparison = tree as Comparison;
+    const schema = this.schema();
+    if (META_COLUMNS[comparison.attribute] || schema.isMultiValued(comparison.attribute)) {
+      return undefined;
+    }
+    const [sql, params] = comparisonSql(comparison, kind, schema, false);
+    const ids = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
+      .pluck()
+      .all(...params) as string[];
+    if (ids.length > NARROW_MATCHES) return undefined;
+    // Ids are ASCII, so JavaScript's order is SQLite's (BINARY) order.
+    ids.sort();
+    const from = page.startIndex - 1;
+    return { total: ids.length, rows: this.rowsByIds(ids.slice(from, from + page.count)) };
   }
 
   /** Stops the search worker (the database is being closed). */
