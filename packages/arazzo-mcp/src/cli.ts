@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ArazzoValidationError } from '@mcp-identity/arazzo';
 import {
+  batchedStdout,
   ConfigError,
   type ConfigSpec,
   createLogger,
@@ -541,7 +542,8 @@ async function serve(options: ServeOptions, io: CliIo): Promise<number> {
   const logger = createLogger({
     name: 'arazzo-mcp',
     level: options.logLevel,
-    ...(stdio ? { pretty: false, destination: process.stderr } : {}),
+    destination: stdio ? process.stderr : batchedStdout(),
+    ...(stdio ? { pretty: false } : {}),
   });
   const settings = { ...options, env: io.env, logger };
   if (stdio) {
