@@ -30,7 +30,7 @@ import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js'
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { freePort } from './kit/ports.js';
-import { treeCpuMs } from './kit/process-stats.js';
+import { processTree, treeCpuMs } from './kit/process-stats.js';
 import { fixed, markdownTable } from './kit/table.js';
 
 const args = benchArgs({
@@ -336,23 +336,30 @@ async function profileRun(
     seconds: SECONDS,
   });
   const toUs = nowUs();
+  // Gateway workers are children of the service's process: each writes its own profile.
+  const trees = Object.entries(under.pids).map(
+    ([service, pid]) => [service, processTree(pid)] as const,
+  );
   await under.stack.stop();
   console.log(
     `\nCPU profiles (${profileDir}) of one ${SECONDS} s end-to-end run at ${concurrency} callers: ${result.callsPerSecond.toFixed(0)} calls/s`,
   );
-  for (const [service, pid] of Object.entries(under.pids)) {
-    const file = readdirSync(profileDir).find((name) => name === `${pid}.cpuprofile`);
-    if (!file) {
-      console.log(`\n${service} (pid ${pid}): no profile written`);
-      continue;
+  const written = new Set(readdirSync(profileDir));
+  for (const [service, pids] of trees) {
+    for (const pid of pids) {
+      const file = `${pid}.cpuprofile`;
+      if (!written.has(file)) {
+        console.log(`\n${service} (pid ${pid}): no profile written`);
+        continue;
+      }
+      const summary = summariseCpuProfile(join(profileDir, file), {
+        top: 25,
+        window: { fromUs, toUs },
+      });
+      console.log(
+        `\n### ${service} (pid ${pid}): ${((summary.busyMs / result.calls) * 1000).toFixed(0)} µs busy per call\n${formatProfileSummary(summary)}`,
+      );
     }
-    const summary = summariseCpuProfile(join(profileDir, file), {
-      top: 25,
-      window: { fromUs, toUs },
-    });
-    console.log(
-      `\n### ${service}: ${((summary.busyMs / result.calls) * 1000).toFixed(0)} µs busy per call\n${formatProfileSummary(summary)}`,
-    );
   }
 }
 
