@@ -64,7 +64,7 @@ export class TokenService {
       exp: iat + this.options.accessTokenTtlSeconds,
       jti: randomUUID(),
     };
-    const token = signRs256({ alg: 'RS256', kid, typ: 'at+jwt' }, claims, key);
+    const token = await signRs256({ alg: 'RS256', kid, typ: 'at+jwt' }, claims, key);
     return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
   }
 

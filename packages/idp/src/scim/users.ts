@@ -60,6 +60,8 @@ const notFoundOnGet = () => notFound('User not found in the user store.');
 export class UserStore {
   private schemaCache: UserSchema | undefined;
   private readonly counts = new Map<string, number>();
+  /** Comparisons `narrowSearch` found with more than NARROW_MATCHES users; kept like `counts`. */
+  private readonly broad = new Set<string>();
   private countsVersion = -1;
   private worker: SearchWorker | undefined;
   private dummyHash: Promise<string> | undefined;
@@ -173,7 +175,7 @@ export class UserStore {
   }
 
   delete(kind: UserKind, id: string): void {
-    this.counts.clear();
+    this.clearSearchCaches();
     const changes = this.db.prepare('DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
     if (changes.changes === 0) {
       throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
@@ -247,10 +249,17 @@ export class UserStore {
       return undefined;
     }
     const [sql, params] = comparisonSql(comparison, kind, schema, false);
+    // A filter found broad before goes straight to the worker (a probe would be wasted work).
+    const key = this.searchCacheKey(sql, params);
+    if (this.broad.has(key)) return undefined;
     const ids = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
       .pluck()
       .all(...params) as string[];
-    if (ids.length > NARROW_MATCHES) return undefined;
+    if (ids.length > NARROW_MATCHES) {
+      if (this.broad.size >= COUNT_CACHE_SIZE) this.broad.delete(this.broad.values().next().value!);
+      this.broad.add(key);
+      return undefined;
+    }
     // Ids are ASCII, so JavaScript's order is SQLite's (BINARY) order.
     ids.sort();
     const from = page.startIndex - 1;
@@ -281,6 +290,21 @@ export class UserStore {
     return this.rawRowsByIds(ids).map(toRecord);
   }
 
+  /** The cache key of a search's SQL; clears the caches when another connection wrote. */
+  private searchCacheKey(ids: string, params: readonly unknown[]): string {
+    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
+    if (version !== this.countsVersion) {
+      this.clearSearchCaches();
+      this.countsVersion = version;
+    }
+    return `${ids}\u0000${JSON.stringify(params)}`;
+  }
+
+  private clearSearchCaches(): void {
+    this.counts.clear();
+    this.broad.clear();
+  }
+
   /**
    * `totalResults` of a filter, computed once per state of the users: paging through a broad
    * result, or repeating a search, then costs one page read instead of a count of every match.
@@ -288,12 +312,7 @@ export class UserStore {
    * `data_version`.
    */
   private count(ids: string, params: readonly unknown[]): number {
-    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
-    if (version !== this.countsVersion) {
-      this.counts.clear();
-      this.countsVersion = version;
-    }
-    const key = `${ids}\u0000${JSON.stringify(params)}`;
+    const key = this.searchCacheKey(ids, params);
     let total = this.counts.get(key);
     if (total === undefined) {
       total = (
@@ -407,7 +426,7 @@ export class UserStore {
   }
 
   private writeIndex(id: string, kind: UserKind, doc: Json): void {
-    this.counts.clear();
+    this.clearSearchCaches();
     this.db.prepare('DELETE FROM user_attrs WHERE user_id = ?').run(id);
     const insert = this.db.prepare(
       'INSERT INTO user_attrs (user_id, kind, name, value) VALUES (?, ?, ?, ?)',
