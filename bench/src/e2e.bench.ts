@@ -366,6 +366,8 @@ async function profileRun(
 async function main(): Promise<void> {
   const cleanup = new Cleanup();
   try {
+    // Loaded first, so a wrong --baseline fails before anything starts.
+    const oldCli = args.baseline ? await baselineCli(args.baseline) : undefined;
     const profileDir = args.profile ? resolve(args.profile) : undefined;
     const nodeOptions = process.env.NODE_OPTIONS;
     if (profileDir) {
@@ -378,9 +380,7 @@ async function main(): Promise<void> {
     delete process.env.E2E_BENCH_PROFILE_DIR;
     if (nodeOptions === undefined) delete process.env.NODE_OPTIONS;
     else process.env.NODE_OPTIONS = nodeOptions;
-    const baseline = args.baseline
-      ? await startStackUnderTest(await baselineCli(args.baseline), cleanup, 'baseline')
-      : undefined;
+    const baseline = oldCli ? await startStackUnderTest(oldCli, cleanup, 'baseline') : undefined;
     const calls = await legs(current);
     const baselineLeg = baseline ? await gatewayLeg(baseline) : undefined;
     console.log(
