@@ -7,25 +7,30 @@
  * directly in the same run at the same concurrency (the MCP server without the gateway, the token
  * request, the SCIM search), and the differences of the mean latencies are charged to each layer.
  *
+ *
+ * With `--baseline <dir>` (a built checkout of an older commit, see bench/README.md) that
+ * commit's stack is started too, with its own CLI, and its end-to-end leg takes turns with this
+ * tree's legs, so each concurrency also prints the calls/s ratio new/baseline from one run.
+ * With `--profile <dir>` the services of this tree's stack run under `node --cpu-prof`, and one
+ * more end-to-end run at the highest concurrency is summarised per service.
+ *
  *   npm run bench:e2e
  *   npm run bench:e2e -- --seconds 10 --rounds 5 --concurrency 1,8,32,64 --filter 'userName eq alice'
+ *   npm run bench:e2e -- --baseline /tmp/e2e-baseline
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  clientCredentialsToken,
-  createProgress,
-  type RunningStack,
-  type StackPorts,
-  startStack,
-} from '@mcp-identity/cli';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { RunningStack, StackPorts } from '@mcp-identity/cli';
+import * as currentCli from '@mcp-identity/cli';
 import { Cleanup } from './kit/cleanup.js';
 import { type Call, closedLoop, type LoopResult } from './kit/closed-loop.js';
+import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { freePort } from './kit/ports.js';
-import { treeCpuMs } from './kit/process-stats.js';
+import { processTree, treeCpuMs } from './kit/process-stats.js';
 import { fixed, markdownTable } from './kit/table.js';
 
 const args = benchArgs({
@@ -35,6 +40,8 @@ const args = benchArgs({
   concurrency: { type: 'string', default: '1,8,32' },
   filter: { type: 'string', default: 'userName sw a' },
   count: { type: 'string', default: '5' },
+  baseline: { type: 'string' },
+  profile: { type: 'string' },
 });
 const SECONDS = numberOption('seconds', args.seconds, 1);
 const WARMUP_SECONDS = numberOption('warmup', args.warmup);
@@ -42,8 +49,30 @@ const ROUNDS = numberOption('rounds', args.rounds, 1);
 const CONCURRENCY = countsOption('concurrency', args.concurrency);
 const SEARCH = { filter: args.filter as string, count: numberOption('count', args.count) };
 const SCOPE = 'internal_user_mgt_list';
+const PROFILE_PRELOAD = fileURLToPath(new URL('./e2e/cpu-profile-preload.cjs', import.meta.url));
 
 type Service = 'gateway' | 'mcp' | 'idp';
+
+/**
+ * What the bench uses of a CLI package (`@mcp-identity/cli`, of this tree or of the baseline
+ * checkout). The stack layout of older commits has no `caFile`: each service had its own
+ * self-signed certificate then.
+ */
+interface StackCli {
+  startStack: typeof currentCli.startStack;
+  createProgress: typeof currentCli.createProgress;
+  clientCredentialsToken: typeof currentCli.clientCredentialsToken;
+}
+
+interface StackUnderTest {
+  cli: StackCli;
+  stack: RunningStack;
+  pids: Record<Service, number>;
+  /** PEM the IdP's and the gateway's certificates chain to. */
+  ca: { idp: string; gateway: string };
+}
+
+type LegName = 'e2e' | 'mcp' | 'token' | 'scim';
 
 interface Leg {
   origin: string;
@@ -118,25 +147,77 @@ async function upstreamCredential(stack: RunningStack): Promise<Record<string, s
   return { [auth.header]: secret };
 }
 
-async function legs(stack: RunningStack): Promise<Record<'e2e' | 'mcp' | 'token' | 'scim', Leg>> {
-  const { layout, secrets } = stack;
-  // The stack's local CA issues both the IdP's and the gateway's certificates.
-  const stackCa = readFileSync(layout.caFile, 'utf8');
-  const gatewayToken = await clientCredentialsToken(layout, secrets.clientApp, [SCOPE]);
-  const backendToken = await clientCredentialsToken(layout, secrets.backendApp, [SCOPE]);
+async function startStackUnderTest(
+  cli: StackCli,
+  cleanup: Cleanup,
+  name: string,
+): Promise<StackUnderTest> {
+  const dataDir = mkdtempSync(join(tmpdir(), `e2e-bench-${name}-`));
+  cleanup.add(() => rmSync(dataDir, { recursive: true, force: true }));
+  const ports: StackPorts = {
+    idp: await freePort(),
+    mcp: await freePort(),
+    gatewayHttps: await freePort(),
+    gatewayHttp: await freePort(),
+    gatewayManagement: await freePort(),
+    areaA: await freePort(),
+  };
+  const stack = await cli.startStack({
+    dataDir,
+    ports,
+    progress: cli.createProgress(process.stderr),
+  });
+  cleanup.add(() => stack.stop());
+  const { layout } = stack;
+  const caFile = (layout as Partial<typeof layout>).caFile;
+  return {
+    cli,
+    stack,
+    pids: {
+      gateway: stack.services.gateway.pid as number,
+      mcp: stack.services.mcp.pid as number,
+      idp: stack.services.idp.pid as number,
+    },
+    ca: {
+      idp: readFileSync(caFile ?? layout.idp.certFile, 'utf8'),
+      gateway: readFileSync(caFile ?? layout.gateway.certFile, 'utf8'),
+    },
+  };
+}
+
+/** The CLI of a built checkout of another commit (`--baseline`). */
+async function baselineCli(dir: string): Promise<StackCli> {
+  const entry = pathToFileURL(join(resolve(dir), 'packages/cli/dist/index.js')).href;
+  try {
+    return (await import(entry)) as StackCli;
+  } catch (error) {
+    throw new Error(
+      `--baseline ${dir}: cannot load ${entry} (is it a built checkout? see bench/README.md): ${(error as Error).message}`,
+    );
+  }
+}
+
+async function gatewayLeg(under: StackUnderTest): Promise<Leg> {
+  const { layout, secrets } = under.stack;
+  const token = await under.cli.clientCredentialsToken(layout, secrets.clientApp, [SCOPE]);
   const gatewayUrl = new URL(layout.gateway.mcpUrl);
+  return {
+    origin: gatewayUrl.origin,
+    ca: under.ca.gateway,
+    call: searchUsersCall(gatewayUrl.pathname, { authorization: `Bearer ${token.accessToken}` }),
+  };
+}
+
+async function legs(under: StackUnderTest): Promise<Record<LegName, Leg>> {
+  const { layout, secrets } = under.stack;
+  const stackCa = under.ca.idp;
+  const backendToken = await under.cli.clientCredentialsToken(layout, secrets.backendApp, [SCOPE]);
   const mcpUrl = new URL(layout.mcp.mcpUrl);
   return {
-    e2e: {
-      origin: gatewayUrl.origin,
-      ca: stackCa,
-      call: searchUsersCall(gatewayUrl.pathname, {
-        authorization: `Bearer ${gatewayToken.accessToken}`,
-      }),
-    },
+    e2e: await gatewayLeg(under),
     mcp: {
       origin: mcpUrl.origin,
-      call: searchUsersCall(mcpUrl.pathname, await upstreamCredential(stack)),
+      call: searchUsersCall(mcpUrl.pathname, await upstreamCredential(under.stack)),
     },
     // What the MCP server asks the IdP for on every tool call (no token cache by default).
     token: {
@@ -205,60 +286,146 @@ async function measure(
   return { ...result, cpuMsPerCall };
 }
 
+interface Measurable {
+  leg: Leg;
+  pids: Record<Service, number>;
+}
+
 /**
- * The four legs take turns, round after round, so load from elsewhere on the machine falls on
- * all of them alike; each leg reports its median round (by calls/s).
+ * The legs take turns, round after round, so load from elsewhere on the machine falls on all of
+ * them alike; each leg reports its median round (by calls/s).
  */
-async function measureLegs(
-  calls: Record<'e2e' | 'mcp' | 'token' | 'scim', Leg>,
+async function measureLegs<Name extends string>(
+  legsToMeasure: Partial<Record<Name, Measurable>>,
   concurrency: number,
-  pids: Record<Service, number>,
-): Promise<Record<'e2e' | 'mcp' | 'token' | 'scim', Measured>> {
-  const names = ['e2e', 'mcp', 'token', 'scim'] as const;
-  const rounds = new Map<string, Measured[]>(names.map((name) => [name, []]));
+): Promise<Partial<Record<Name, Measured>>> {
+  const entries = Object.entries(legsToMeasure) as [Name, Measurable | undefined][];
+  const names = entries.filter(([, leg]) => leg !== undefined).map(([name]) => name);
+  const rounds = new Map<Name, Measured[]>(names.map((name) => [name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of names) {
-      rounds.get(name)?.push(await measure(calls[name], concurrency, pids, round === 0));
+      const { leg, pids } = legsToMeasure[name] as Measurable;
+      rounds.get(name)?.push(await measure(leg, concurrency, pids, round === 0));
     }
   }
-  const median = (name: string) => {
+  const median = (name: Name) => {
     const sorted = [...(rounds.get(name) ?? [])].sort(
       (a, b) => a.callsPerSecond - b.callsPerSecond,
     );
     return sorted[Math.floor((sorted.length - 1) / 2)] as Measured;
   };
-  return { e2e: median('e2e'), mcp: median('mcp'), token: median('token'), scim: median('scim') };
+  return Object.fromEntries(names.map((name) => [name, median(name)])) as Partial<
+    Record<Name, Measured>
+  >;
+}
+
+/**
+ * One more end-to-end run at `concurrency` on a stack whose services run under `node --cpu-prof`;
+ * the profiles are written when the services exit, so the stack is stopped here.
+ */
+async function profileRun(
+  under: StackUnderTest,
+  leg: Leg,
+  concurrency: number,
+  profileDir: string,
+): Promise<void> {
+  const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+  const fromUs = nowUs();
+  const result = await closedLoop(leg.origin, leg.ca ? { ca: leg.ca } : {}, leg.call, {
+    concurrency,
+    seconds: SECONDS,
+  });
+  const toUs = nowUs();
+  // Gateway workers are children of the service's process: each writes its own profile.
+  const trees = Object.entries(under.pids).map(
+    ([service, pid]) => [service, processTree(pid)] as const,
+  );
+  await under.stack.stop();
+  console.log(
+    `\nCPU profiles (${profileDir}) of one ${SECONDS} s end-to-end run at ${concurrency} callers: ${result.callsPerSecond.toFixed(0)} calls/s`,
+  );
+  const written = new Set(readdirSync(profileDir));
+  for (const [service, pids] of trees) {
+    for (const pid of pids) {
+      const file = `${pid}.cpuprofile`;
+      if (!written.has(file)) {
+        console.log(`\n${service} (pid ${pid}): no profile written`);
+        continue;
+      }
+      const summary = summariseCpuProfile(join(profileDir, file), {
+        top: 25,
+        window: { fromUs, toUs },
+      });
+      console.log(
+        `\n### ${service} (pid ${pid}): ${((summary.busyMs / result.calls) * 1000).toFixed(0)} µs busy per call\n${formatProfileSummary(summary)}`,
+      );
+    }
+  }
 }
 
 async function main(): Promise<void> {
   const cleanup = new Cleanup();
-  const dataDir = mkdtempSync(join(tmpdir(), 'e2e-bench-'));
-  cleanup.add(() => rmSync(dataDir, { recursive: true, force: true }));
   try {
-    const ports: StackPorts = {
-      idp: await freePort(),
-      mcp: await freePort(),
-      gatewayHttps: await freePort(),
-      gatewayHttp: await freePort(),
-      gatewayManagement: await freePort(),
-      areaA: await freePort(),
-    };
-    const stack = await startStack({ dataDir, ports, progress: createProgress(process.stderr) });
-    cleanup.add(() => stack.stop());
-    const pids = {
-      gateway: stack.services.gateway.pid as number,
-      mcp: stack.services.mcp.pid as number,
-      idp: stack.services.idp.pid as number,
-    };
-    const calls = await legs(stack);
+    // Loaded first, so a wrong --baseline fails before anything starts.
+    const oldCli = args.baseline ? await baselineCli(args.baseline) : undefined;
+    const profileDir = args.profile ? resolve(args.profile) : undefined;
+    const nodeOptions = process.env.NODE_OPTIONS;
+    if (profileDir) {
+      mkdirSync(profileDir, { recursive: true });
+      process.env.E2E_BENCH_PROFILE_DIR = profileDir;
+      process.env.NODE_OPTIONS = `${nodeOptions ?? ''} --require ${PROFILE_PRELOAD}`;
+    }
+    const current = await startStackUnderTest(currentCli, cleanup, 'current');
+    // Only this tree's services are profiled (the supervisor passes its environment on).
+    delete process.env.E2E_BENCH_PROFILE_DIR;
+    if (nodeOptions === undefined) delete process.env.NODE_OPTIONS;
+    else process.env.NODE_OPTIONS = nodeOptions;
+    const baseline = oldCli ? await startStackUnderTest(oldCli, cleanup, 'baseline') : undefined;
+    const calls = await legs(current);
+    const baselineLeg = baseline ? await gatewayLeg(baseline) : undefined;
     console.log(
       `search_users ${JSON.stringify(SEARCH)} through the gateway's HTTPS listener; median of ${ROUNDS} interleaved rounds of ${SECONDS} s per leg, after ${WARMUP_SECONDS} s warm-up; ${availableParallelism()} cores; node ${process.version}; load average at start ${(loadavg()[0] as number).toFixed(2)}`,
     );
     const throughput: string[][] = [];
     const breakdown: string[][] = [];
     const timings: string[] = [];
+    const versus: string[][] = [];
+    const own = (leg: Leg): Measurable => ({ leg, pids: current.pids });
     for (const concurrency of CONCURRENCY) {
-      const { e2e, mcp, token, scim } = await measureLegs(calls, concurrency, pids);
+      const measured = await measureLegs<LegName | 'baseline'>(
+        {
+          e2e: own(calls.e2e),
+          mcp: own(calls.mcp),
+          token: own(calls.token),
+          scim: own(calls.scim),
+          baseline: baseline && baselineLeg ? { leg: baselineLeg, pids: baseline.pids } : undefined,
+        },
+        concurrency,
+      );
+      const [e2e, mcp, token, scim] = (['e2e', 'mcp', 'token', 'scim'] as const).map(
+        (name) => measured[name] as Measured,
+      ) as [Measured, Measured, Measured, Measured];
+      const base = measured.baseline;
+      if (base) {
+        const baseCpu = base.cpuMsPerCall;
+        versus.push([
+          String(concurrency),
+          e2e.callsPerSecond.toFixed(0),
+          base.callsPerSecond.toFixed(0),
+          `${(e2e.callsPerSecond / base.callsPerSecond).toFixed(2)}×`,
+          fixed(base.p50Ms, 1),
+          fixed(base.p99Ms, 1),
+          fixed(
+            (baseCpu.gateway ?? Number.NaN) +
+              (baseCpu.mcp ?? Number.NaN) +
+              (baseCpu.idp ?? Number.NaN),
+            2,
+          ),
+          fixed(baseCpu.gateway, 2),
+          fixed(baseCpu.mcp, 2),
+          fixed(baseCpu.idp, 2),
+        ]);
+      }
       const cpu = e2e.cpuMsPerCall;
       const total = (cpu.gateway ?? Number.NaN) + (cpu.mcp ?? Number.NaN) + (cpu.idp ?? Number.NaN);
       throughput.push([
@@ -340,7 +507,32 @@ async function main(): Promise<void> {
         ? `\nServer-Timing (mean dur):\n${timings.map((t) => `- ${t}`).join('\n')}`
         : '\nno Server-Timing headers in the answers',
     );
+    if (versus.length > 0) {
+      console.log(
+        `\nagainst the baseline stack (${args.baseline}), its end-to-end leg measured in the same rounds`,
+      );
+      console.log(
+        markdownTable(
+          [
+            'callers',
+            'calls/s',
+            'baseline calls/s',
+            'ratio',
+            'baseline p50 ms',
+            'baseline p99 ms',
+            'baseline CPU ms/call',
+            'gateway',
+            'MCP server',
+            'IdP',
+          ],
+          versus,
+        ),
+      );
+    }
     console.log(`load average at end ${(loadavg()[0] as number).toFixed(2)}`);
+    if (profileDir) {
+      await profileRun(current, calls.e2e, Math.max(...CONCURRENCY), profileDir);
+    }
   } finally {
     await cleanup.run();
   }

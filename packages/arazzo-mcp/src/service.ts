@@ -1,5 +1,11 @@
 import { createRunner, type LoadedArazzo, loadArazzo } from '@mcp-identity/arazzo';
-import { createLogger, type Logger, type RunningServer, startServer } from '@mcp-identity/common';
+import {
+  batchedStdout,
+  createLogger,
+  type Logger,
+  type RunningServer,
+  startServer,
+} from '@mcp-identity/common';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
   type BuiltinAuth,
@@ -113,7 +119,8 @@ export const AREA_A_PORT = 7000;
 
 /** Serves the tools over stateless Streamable HTTP at `<url>/mcp`. */
 export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger({ name: 'arazzo-mcp' });
+  const logger =
+    options.logger ?? createLogger({ name: 'arazzo-mcp', destination: batchedStdout() });
   const opened = await openArazzoMcp({ ...options, logger });
   let auth: BuiltinAuth | undefined;
   try {

@@ -39,7 +39,7 @@ export {
   basicCredentials,
   bearerToken,
 } from './http-auth.js';
-export { createLogger, type Logger, type LoggerSettings } from './logger.js';
+export { batchedStdout, createLogger, type Logger, type LoggerSettings } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export {
   createMetricsRegistry,

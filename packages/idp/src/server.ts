@@ -1,4 +1,5 @@
 import {
+  batchedStdout,
   createApp,
   createLogger,
   createOriginPolicy,
@@ -188,7 +189,7 @@ export function openIdpData(
 
 /** Starts the identity provider: OAuth 2.0 under /oauth2, SCIM 2.0 under /scim2. */
 export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
-  const logger = options.logger ?? createLogger({ name: 'idp' });
+  const logger = options.logger ?? createLogger({ name: 'idp', destination: batchedStdout() });
   let publicUrl = '';
   let issuer = '';
   const core = createCore(options.dataDir, options, {

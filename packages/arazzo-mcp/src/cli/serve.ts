@@ -1,4 +1,4 @@
-import { createLogger } from '@mcp-identity/common';
+import { batchedStdout, createLogger } from '@mcp-identity/common';
 import { describeInitialAccount } from '../auth/builtin-auth.js';
 import { serveArazzoMcpStdio, startArazzoMcpHttp } from '../service.js';
 import type { ServeOptions } from './command-line.js';
@@ -10,7 +10,8 @@ export async function serve(options: ServeOptions, io: CliIo): Promise<number> {
   const logger = createLogger({
     name: 'arazzo-mcp',
     level: options.logLevel,
-    ...(stdio ? { pretty: false, destination: process.stderr } : {}),
+    destination: stdio ? process.stderr : batchedStdout(),
+    ...(stdio ? { pretty: false } : {}),
   });
   const settings = { ...options, env: io.env, logger };
   if (stdio) {

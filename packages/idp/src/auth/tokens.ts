@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { errors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
-import type { Db } from '../store/db.js';
+import type { JWTPayload } from 'jose';
+import { type Db, statement } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
+import { signRs256, verifyRs256 } from './jws.js';
 
 export type AccessTokenClaims = JWTPayload & {
   sub: string;
@@ -50,7 +51,7 @@ export class TokenService {
     expiresIn: number;
     claims: AccessTokenClaims;
   }> {
-    const { kid, key } = await this.keys.signingKey();
+    const { kid, key } = this.keys.signingKey();
     const iat = this.options.now();
     const claims: AccessTokenClaims = {
       iss: this.options.issuer,
@@ -63,36 +64,32 @@ export class TokenService {
       exp: iat + this.options.accessTokenTtlSeconds,
       jti: randomUUID(),
     };
-    const token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: 'RS256', kid, typ: 'at+jwt' })
-      .sign(key);
+    const token = await signRs256({ alg: 'RS256', kid, typ: 'at+jwt' }, claims, key);
     return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
   }
 
   /** The claims of a valid, unrevoked token of this issuer; undefined otherwise. */
   async verify(token: string): Promise<AccessTokenClaims | undefined> {
-    try {
-      const { payload } = await jwtVerify(
-        token,
-        async (header) => {
-          const key = header.kid ? await this.keys.verificationKey(header.kid) : undefined;
-          if (!key) throw new errors.JWKSNoMatchingKey();
-          return key;
-        },
-        {
-          issuer: this.options.issuer,
-          algorithms: ['RS256'],
-          currentDate: new Date(this.options.now() * 1000),
-        },
-      );
-      const claims = payload as AccessTokenClaims;
-      if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
-      if (this.isRevoked(claims.jti)) return undefined;
-      if (isUserToken(claims) && !this.options.isUserActive(claims.sub)) return undefined;
-      return claims;
-    } catch {
-      return undefined;
-    }
+    const payload = verifyRs256(token, (kid) => this.keys.verificationKey(kid));
+    if (!payload || !this.validClaims(payload)) return undefined;
+    const claims = payload as AccessTokenClaims;
+    if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
+    if (this.isRevoked(claims.jti)) return undefined;
+    if (isUserToken(claims) && !this.options.isUserActive(claims.sub)) return undefined;
+    return claims;
+  }
+
+  /**
+   * RFC 7519 §4.1: this issuer, not expired (`exp` is required: every token here has one), not
+   * before `nbf`, and the time claims present are numbers. No clock tolerance.
+   */
+  private validClaims(payload: Record<string, unknown>): boolean {
+    const now = this.options.now();
+    const { iss, exp, nbf, iat } = payload;
+    if (iss !== this.options.issuer) return false;
+    if (typeof exp !== 'number' || exp <= now) return false;
+    if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now)) return false;
+    return iat === undefined || typeof iat === 'number';
   }
 
   revoke(claims: AccessTokenClaims): void {
@@ -104,6 +101,6 @@ export class TokenService {
   }
 
   private isRevoked(jti: string): boolean {
-    return this.db.prepare('SELECT 1 FROM revoked_tokens WHERE jti = ?').get(jti) !== undefined;
+    return statement(this.db, 'SELECT 1 FROM revoked_tokens WHERE jti = ?').get(jti) !== undefined;
   }
 }

@@ -48,6 +48,11 @@ const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
 const COUNT_CACHE_SIZE = 128;
 /** Candidate documents checked against a value filter between two turns of the event loop. */
 const CHECK_SLICE = 500;
+/**
+ * Matches of one indexed comparison read on the calling thread before the search is handed to
+ * the worker: a bounded index range read costs less than a round trip to the worker thread.
+ */
+const NARROW_MATCHES = 256;
 
 const notFoundOnGet = () => notFound('User not found in the user store.');
 
@@ -55,6 +60,8 @@ const notFoundOnGet = () => notFound('User not found in the user store.');
 export class UserStore {
   private schemaCache: UserSchema | undefined;
   private readonly counts = new Map<string, number>();
+  /** Comparisons `narrowSearch` found with more than NARROW_MATCHES users; kept like `counts`. */
+  private readonly broad = new Set<string>();
   private countsVersion = -1;
   private worker: SearchWorker | undefined;
   private dummyHash: Promise<string> | undefined;
@@ -168,7 +175,7 @@ export class UserStore {
   }
 
   delete(kind: UserKind, id: string): void {
-    this.counts.clear();
+    this.clearSearchCaches();
     const changes = this.db.prepare('DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
     if (changes.changes === 0) {
       throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
@@ -181,10 +188,13 @@ export class UserStore {
    * index answers only approximately, are then checked on the candidate documents. Pages are
    * cut in id order. The SQL runs on a worker thread (its cost depends on the filter and the
    * data, and must not hold the event loop); candidates are checked in slices between which
-   * the event loop runs. An in-memory database has no second connection: it runs inline.
+   * the event loop runs. An in-memory database has no second connection: it runs inline. A
+   * single `eq`/`sw` comparison with few matches is answered here (see `narrowSearch`).
    */
   async search(kind: UserKind, tree: FilterTree | undefined, page: Page): Promise<SearchResult> {
     if (this.db.memory) return this.searchInline(kind, tree, page);
+    const narrow = tree ? this.narrowSearch(kind, tree, page) : undefined;
+    if (narrow) return narrow;
     this.worker ??= new SearchWorker(this.db.name);
     const [ids, params] = this.idsSql(kind, tree);
     const exact = tree !== undefined && hasValueFilter(tree);
@@ -225,6 +235,37 @@ export class UserStore {
     return { total, rows: rows.map(toRecord) };
   }
 
+  /**
+   * A single `eq` or `sw` comparison on a single-valued indexed attribute reads one range of the
+   * covering index; read with a LIMIT it is bounded work, so when it finds at most
+   * NARROW_MATCHES users the answer (the same as `searchInline`'s) is cut here. Undefined when
+   * the filter has another shape or more matches: the search goes to the worker.
+   */
+  private narrowSearch(kind: UserKind, tree: FilterTree, page: Page): SearchResult | undefined {
+    if (tree.op !== 'eq' && tree.op !== 'sw') return undefined;
+    const comparison = tree as Comparison;
+    const schema = this.schema();
+    if (META_COLUMNS[comparison.attribute] || schema.isMultiValued(comparison.attribute)) {
+      return undefined;
+    }
+    const [sql, params] = comparisonSql(comparison, kind, schema, false);
+    // A filter found broad before goes straight to the worker (a probe would be wasted work).
+    const key = this.searchCacheKey(sql, params);
+    if (this.broad.has(key)) return undefined;
+    const ids = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
+      .pluck()
+      .all(...params) as string[];
+    if (ids.length > NARROW_MATCHES) {
+      if (this.broad.size >= COUNT_CACHE_SIZE) this.broad.delete(this.broad.values().next().value!);
+      this.broad.add(key);
+      return undefined;
+    }
+    // Ids are ASCII, so JavaScript's order is SQLite's (BINARY) order.
+    ids.sort();
+    const from = page.startIndex - 1;
+    return { total: ids.length, rows: this.rowsByIds(ids.slice(from, from + page.count)) };
+  }
+
   /** Stops the search worker (the database is being closed). */
   close(): void {
     this.worker?.stop();
@@ -249,6 +290,21 @@ export class UserStore {
     return this.rawRowsByIds(ids).map(toRecord);
   }
 
+  /** The cache key of a search's SQL; clears the caches when another connection wrote. */
+  private searchCacheKey(ids: string, params: readonly unknown[]): string {
+    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
+    if (version !== this.countsVersion) {
+      this.clearSearchCaches();
+      this.countsVersion = version;
+    }
+    return `${ids}\u0000${JSON.stringify(params)}`;
+  }
+
+  private clearSearchCaches(): void {
+    this.counts.clear();
+    this.broad.clear();
+  }
+
   /**
    * `totalResults` of a filter, computed once per state of the users: paging through a broad
    * result, or repeating a search, then costs one page read instead of a count of every match.
@@ -256,12 +312,7 @@ export class UserStore {
    * `data_version`.
    */
   private count(ids: string, params: readonly unknown[]): number {
-    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
-    if (version !== this.countsVersion) {
-      this.counts.clear();
-      this.countsVersion = version;
-    }
-    const key = `${ids}\u0000${JSON.stringify(params)}`;
+    const key = this.searchCacheKey(ids, params);
     let total = this.counts.get(key);
     if (total === undefined) {
       total = (
@@ -375,7 +426,7 @@ export class UserStore {
   }
 
   private writeIndex(id: string, kind: UserKind, doc: Json): void {
-    this.counts.clear();
+    this.clearSearchCaches();
     this.db.prepare('DELETE FROM user_attrs WHERE user_id = ?').run(id);
     const insert = this.db.prepare(
       'INSERT INTO user_attrs (user_id, kind, name, value) VALUES (?, ?, ?, ?)',

@@ -7,7 +7,7 @@ import {
   sha256Base64Url,
   verifySecret,
 } from '@mcp-identity/common';
-import type { Db } from './db.js';
+import { type Db, statement } from './db.js';
 
 /**
  * Client ids are letters and digits only, as WSO2 issues them: a base64url id may begin with
@@ -136,7 +136,7 @@ export class AppStore {
   }
 
   get(clientId: string): Application | undefined {
-    const row = this.db.prepare('SELECT * FROM apps WHERE client_id = ?').get(clientId) as
+    const row = statement(this.db, 'SELECT * FROM apps WHERE client_id = ?').get(clientId) as
       | AppRow
       | undefined;
     return row ? toApplication(row) : undefined;
@@ -198,7 +198,7 @@ export class AppStore {
 
   /** The application when `secret` matches its stored hash. */
   async authenticate(clientId: string, secret: string): Promise<Application | undefined> {
-    const row = this.db.prepare('SELECT * FROM apps WHERE client_id = ?').get(clientId) as
+    const row = statement(this.db, 'SELECT * FROM apps WHERE client_id = ?').get(clientId) as
       | AppRow
       | undefined;
     if (!row?.secret_hash) return undefined;

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import type { Db } from './db.js';
+import { createPrivateKey, createPublicKey, type KeyObject, randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import { type Db, statement } from './db.js';
 
-type KeyMaterial = Awaited<ReturnType<typeof importJWK>>;
-type SigningKey = { kid: string; key: KeyMaterial };
+type SigningKey = { kid: string; key: KeyObject };
 
 /**
  * RS256 signing keys kept in the IdP database (inside the data directory), so a rotation done
@@ -11,7 +10,8 @@ type SigningKey = { kid: string; key: KeyMaterial };
  * `retentionSeconds` (the longest token lifetime) so tokens they signed keep validating.
  */
 export class KeyStore {
-  private readonly imported = new Map<string, KeyMaterial>();
+  /** KeyObjects by `kid` (private) and `public:<kid>`; a key's material never changes. */
+  private readonly imported = new Map<string, KeyObject>();
 
   constructor(
     private readonly db: Db,
@@ -42,38 +42,46 @@ export class KeyStore {
     return kid;
   }
 
-  async signingKey(): Promise<SigningKey> {
+  /** The active key, read on every call so a rotation by another process is picked up. */
+  signingKey(): SigningKey {
     const row = this.activeRow();
     if (!row) throw new Error('no active signing key');
-    return { kid: row.kid, key: await this.importKey(row.kid, row.private_jwk) };
+    return { kid: row.kid, key: this.importKey(row.kid, row.private_jwk, createPrivateKey) };
   }
 
   /** Public key for `kid` if it is still published. */
-  async verificationKey(kid: string): Promise<KeyMaterial | undefined> {
-    const jwk = this.publishedKeys().find((k) => k.kid === kid);
-    return jwk ? this.importKey(`public:${kid}`, JSON.stringify(jwk)) : undefined;
+  verificationKey(kid: string): KeyObject | undefined {
+    const row = statement(
+      this.db,
+      'SELECT public_jwk FROM signing_keys WHERE kid = ? AND (retired_at IS NULL OR retired_at > ?)',
+    ).get(kid, this.now() - this.retentionSeconds) as { public_jwk: string } | undefined;
+    return row ? this.importKey(`public:${kid}`, row.public_jwk, createPublicKey) : undefined;
   }
 
   /** Current and not-yet-expired retired public keys. */
   publishedKeys(): JWK[] {
-    const rows = this.db
-      .prepare(
-        'SELECT public_jwk FROM signing_keys WHERE retired_at IS NULL OR retired_at > ? ORDER BY retired_at IS NULL DESC, rowid DESC',
-      )
-      .all(this.now() - this.retentionSeconds) as { public_jwk: string }[];
+    const rows = statement(
+      this.db,
+      'SELECT public_jwk FROM signing_keys WHERE retired_at IS NULL OR retired_at > ? ORDER BY retired_at IS NULL DESC, rowid DESC',
+    ).all(this.now() - this.retentionSeconds) as { public_jwk: string }[];
     return rows.map((r) => JSON.parse(r.public_jwk) as JWK);
   }
 
   private activeRow(): { kid: string; private_jwk: string } | undefined {
-    return this.db
-      .prepare('SELECT kid, private_jwk FROM signing_keys WHERE retired_at IS NULL')
-      .get() as { kid: string; private_jwk: string } | undefined;
+    return statement(
+      this.db,
+      'SELECT kid, private_jwk FROM signing_keys WHERE retired_at IS NULL',
+    ).get() as { kid: string; private_jwk: string } | undefined;
   }
 
-  private async importKey(cacheKey: string, jwk: string): Promise<KeyMaterial> {
+  private importKey(
+    cacheKey: string,
+    jwk: string,
+    create: typeof createPrivateKey | typeof createPublicKey,
+  ): KeyObject {
     let key = this.imported.get(cacheKey);
     if (!key) {
-      key = await importJWK(JSON.parse(jwk) as JWK, 'RS256');
+      key = create({ key: JSON.parse(jwk) as JWK & { kty: string }, format: 'jwk' });
       this.imported.set(cacheKey, key);
     }
     return key;

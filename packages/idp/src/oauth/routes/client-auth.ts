@@ -32,9 +32,13 @@ export async function authenticateClient(
     secret = form.get('client_secret');
   }
   if (!clientId) throw failure.clientAuthFailed(basic);
-  const app = apps.get(clientId);
-  if (app && !app.confidential && secret === null) return app;
-  const authenticated = secret === null ? undefined : await apps.authenticate(clientId, secret);
+  if (secret === null) {
+    const app = apps.get(clientId);
+    if (app && !app.confidential) return app;
+    throw failure.clientAuthFailed(basic);
+  }
+  // One lookup: `authenticate` reads the application with its stored secret hash.
+  const authenticated = await apps.authenticate(clientId, secret);
   if (!authenticated) throw failure.clientAuthFailed(basic);
   return authenticated;
 }
