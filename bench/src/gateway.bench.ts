@@ -16,6 +16,7 @@
  *   npm run bench:gateway -- --profile-only --profile-dir /tmp/prof  # keeps the .cpuprofile
  *   npm run bench:gateway -- --syscalls-only  # system calls per request (strace -c -f)
  *   npm run bench:gateway -- --perf-only      # on-CPU samples with kernel (perf record)
+ *   npm run bench:gateway -- --instructions-only  # instructions per request, gateway vs nginx
  */
 
 import { once } from 'node:events';
@@ -39,6 +40,12 @@ import {
   startGatewayProcess,
   WorkersUnsupportedError,
 } from './kit/gateway-process.js';
+import {
+  callgrindCommand,
+  callgrindInstalled,
+  dumpInstructions,
+  zeroCounters,
+} from './kit/instructions.js';
 import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
@@ -64,6 +71,10 @@ const args = benchArgs({
   'syscalls-only': { type: 'boolean', default: false },
   perf: { type: 'boolean', default: false },
   'perf-only': { type: 'boolean', default: false },
+  instructions: { type: 'boolean', default: false },
+  'instructions-only': { type: 'boolean', default: false },
+  'instructions-warmup': { type: 'string', default: '5000' },
+  'instructions-seconds': { type: 'string', default: '30' },
 });
 const SECONDS = numberOption('seconds', args.seconds, 1);
 const WARMUP_SECONDS = numberOption('warmup', args.warmup);
@@ -71,6 +82,8 @@ const ROUNDS = numberOption('rounds', args.rounds, 1);
 const CONNECTIONS = countsOption('connections', args.connections);
 const THREADS = numberOption('threads', args.threads, 1);
 const WORKERS = args.workers === undefined ? undefined : numberOption('workers', args.workers, 1);
+const INSTRUCTIONS_WARMUP = numberOption('instructions-warmup', args['instructions-warmup']);
+const INSTRUCTIONS_SECONDS = numberOption('instructions-seconds', args['instructions-seconds'], 1);
 const CORES = availableParallelism();
 const ISSUER = 'https://idp.bench/oauth2/token';
 const AUDIENCE = 'bench-client';
@@ -213,7 +226,8 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   if (!nginxUpstream) notes.push('nginx rows skipped: install Debian nginx for them');
 
   let workers = WORKERS;
-  if (!args['profile-only'] && !args['syscalls-only'] && !args['perf-only']) {
+  const only = ['profile-only', 'syscalls-only', 'perf-only', 'instructions-only'] as const;
+  if (!only.some((option) => args[option])) {
     const targets: Target[] = [{ name: DIRECT_NODE, url: nodeUpstream.url, pid: nodeUpstream.pid }];
     if (nginxUpstream) {
       targets.push({ name: DIRECT_NGINX, url: nginxUpstream.url, pid: nginxUpstream.pid });
@@ -292,6 +306,12 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
     if (straceInstalled()) await instrumentGateway(client, dir, instrumented, 'strace');
     else console.log('note: --syscalls needs strace (apt-get install strace)');
   }
+  if (args.instructions || args['instructions-only']) {
+    if (!nginxUpstream) console.log('note: --instructions needs Debian nginx');
+    else if (!callgrindInstalled()) {
+      console.log('note: --instructions needs valgrind (apt-get install valgrind)');
+    } else await countInstructions(client, dir, instrumented);
+  }
 }
 
 /**
@@ -359,6 +379,100 @@ async function gatewayTargets(
   ];
 }
 
+/** What an instrumented run of one gateway case needs. */
+interface InstrumentSetup {
+  upstreamUrl: string;
+  keyManager: { name: string; issuer: string; jwksUri: string };
+  auth: Record<string, string>;
+  workers: number | undefined;
+}
+
+/** The gateway case `--profile-case` names. */
+function profileCase(): 'warm' | 'cold' | 'open' {
+  const which = args['profile-case'];
+  if (which !== 'warm' && which !== 'cold' && which !== 'open') {
+    throw new Error(`--profile-case is warm, cold or open, not ${which}`);
+  }
+  return which;
+}
+
+/**
+ * Instructions per request of the gateway (the `--profile-case`) and of nginx as a proxy (one
+ * process), each under callgrind against the same nginx upstream: after a warm-up of
+ * `--instructions-warmup` requests (so V8 has compiled the hot path), the counters are zeroed,
+ * `--instructions-seconds` of load run, and the count is divided by the requests answered.
+ */
+async function countInstructions(
+  client: LoadClient,
+  dir: string,
+  setup: InstrumentSetup,
+): Promise<void> {
+  const which = profileCase();
+  const policies = which !== 'open';
+  const headers = { ...MCP_HEADERS, ...(policies ? setup.auth : {}) };
+  const connections = CONNECTIONS[0] as number;
+  const load = (url: string, seconds: number) =>
+    runLoad(client, { url, connections, method: 'POST', headers, body: TOOL_CALL_BODY, seconds });
+  const count = async (
+    target: { url: string; pid: number; uid?: number | undefined; stop(): Promise<void> },
+    at: string,
+  ) => {
+    try {
+      for (let warmed = 0; warmed < INSTRUCTIONS_WARMUP; ) {
+        warmed += (await load(target.url, 5)).requests;
+      }
+      await zeroCounters(target);
+      const { requests } = await load(target.url, INSTRUCTIONS_SECONDS);
+      const instructions = await dumpInstructions(target, at);
+      return { requests, perRequest: instructions / requests };
+    } finally {
+      await target.stop();
+    }
+  };
+
+  const gatewayDir = join(dir, 'callgrind-gateway');
+  const callgrindDir = join(gatewayDir, 'callgrind');
+  mkdirSync(callgrindDir, { recursive: true });
+  const gateway = await startGatewayProcess({
+    dir: gatewayDir,
+    keyManager: setup.keyManager,
+    tokenCacheEntries: which === 'cold' ? 0 : undefined,
+    wrapper: callgrindCommand(callgrindDir),
+  });
+  const gatewayRow = await (async () => {
+    await gateway.deploy(proxyDefinition('bench', '/bench', setup.upstreamUrl, policies), {
+      path: '/bench/mcp',
+      headers,
+      body: TOOL_CALL_BODY,
+    });
+    return count({ ...gateway, url: `${gateway.plainUrl}/bench/mcp` }, callgrindDir);
+  })().catch(async (error) => {
+    await gateway.stop();
+    throw error;
+  });
+  const nginx = await startNginx(
+    { kind: 'proxy', upstreamUrl: setup.upstreamUrl, workers: 1 },
+    { wrapper: callgrindCommand },
+  );
+  if (!nginx) throw new Error('nginx did not start under callgrind');
+  const nginxRow = await count(nginx, nginx.dir);
+  console.log(
+    `\nuser-space instructions per request (callgrind; ${which} case, ${connections} connections, ${INSTRUCTIONS_SECONDS} s counted after ${INSTRUCTIONS_WARMUP} warm-up requests; the kernel is not counted):`,
+  );
+  const row = (name: string, r: { requests: number; perRequest: number }) => [
+    name,
+    String(r.requests),
+    r.perRequest.toFixed(0),
+    times(r.perRequest, nginxRow.perRequest),
+  ];
+  console.log(
+    markdownTable(
+      ['path', 'requests counted', 'instructions/req', '× nginx 1w'],
+      [row(`gateway, ${which}`, gatewayRow), row(NGINX_1, nginxRow)],
+    ),
+  );
+}
+
 function resultTable(targets: Target[], results: Map<string, Measured>, baseline: string): string {
   const direct = results.get(baseline) as Measured;
   const viaNginx1 = results.get(NGINX_1);
@@ -423,19 +537,11 @@ function goalLines(
 async function instrumentGateway(
   client: LoadClient,
   dir: string,
-  setup: {
-    upstreamUrl: string;
-    keyManager: { name: string; issuer: string; jwksUri: string };
-    auth: Record<string, string>;
-    workers: number | undefined;
-  },
+  setup: InstrumentSetup,
   instrument: 'cpu-prof' | 'strace' | 'perf',
 ): Promise<void> {
   const { upstreamUrl, keyManager, auth } = setup;
-  const which = args['profile-case'] as string;
-  if (!['warm', 'cold', 'open'].includes(which)) {
-    throw new Error(`--profile-case is warm, cold or open, not ${which}`);
-  }
+  const which = profileCase();
   // Kept when --profile-dir is given, to open in Chrome DevTools or speedscope.
   const profileDir = args['profile-dir'] ?? join(dir, 'profile');
   mkdirSync(profileDir, { recursive: true });
