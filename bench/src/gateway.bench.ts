@@ -17,6 +17,7 @@
  *   npm run bench:gateway -- --syscalls-only  # system calls per request (strace -c -f)
  *   npm run bench:gateway -- --perf-only      # on-CPU samples with kernel (perf record)
  *   npm run bench:gateway -- --instructions-only  # instructions per request, gateway vs nginx
+ *   npm run bench:gateway -- --gateway-bin /tmp/old/dist/bin.js  # another build of the gateway
  */
 
 import { once } from 'node:events';
@@ -24,7 +25,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Cleanup } from './kit/cleanup.js';
 import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js';
@@ -75,6 +76,7 @@ const args = benchArgs({
   'instructions-only': { type: 'boolean', default: false },
   'instructions-warmup': { type: 'string', default: '5000' },
   'instructions-seconds': { type: 'string', default: '30' },
+  'gateway-bin': { type: 'string' },
 });
 const SECONDS = numberOption('seconds', args.seconds, 1);
 const WARMUP_SECONDS = numberOption('warmup', args.warmup);
@@ -85,6 +87,8 @@ const WORKERS = args.workers === undefined ? undefined : numberOption('workers',
 const INSTRUCTIONS_WARMUP = numberOption('instructions-warmup', args['instructions-warmup']);
 const INSTRUCTIONS_SECONDS = numberOption('instructions-seconds', args['instructions-seconds'], 1);
 const CORES = availableParallelism();
+/** Every gateway row runs this build (a copy of an earlier `dist/`, say) instead of this tree's. */
+const GATEWAY_BIN = args['gateway-bin'] === undefined ? {} : { bin: resolve(args['gateway-bin']) };
 const ISSUER = 'https://idp.bench/oauth2/token';
 const AUDIENCE = 'bench-client';
 const KEY_MANAGER = 'bench-idp';
@@ -333,6 +337,7 @@ async function gatewayTargets(
     const path = join(setup.dir, `${name}${workers ?? ''}`);
     const gateway = setup.started(
       await startGatewayProcess({
+        ...GATEWAY_BIN,
         dir: path,
         keyManager: setup.keyManager,
         tokenCacheEntries,
@@ -434,6 +439,7 @@ async function countInstructions(
   const callgrindDir = join(gatewayDir, 'callgrind');
   mkdirSync(callgrindDir, { recursive: true });
   const gateway = await startGatewayProcess({
+    ...GATEWAY_BIN,
     dir: gatewayDir,
     keyManager: setup.keyManager,
     tokenCacheEntries: which === 'cold' ? 0 : undefined,
@@ -546,6 +552,7 @@ async function instrumentGateway(
   const profileDir = args['profile-dir'] ?? join(dir, 'profile');
   mkdirSync(profileDir, { recursive: true });
   const gateway: GatewayProcess = await startGatewayProcess({
+    ...GATEWAY_BIN,
     dir: join(dir, `${instrument}-gateway`),
     keyManager,
     tokenCacheEntries: which === 'cold' ? 0 : undefined,
