@@ -45,6 +45,7 @@ import {
   callgrindCommand,
   callgrindInstalled,
   dumpInstructions,
+  fixedRateLoad,
   zeroCounters,
 } from './kit/instructions.js';
 import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
@@ -76,6 +77,7 @@ const args = benchArgs({
   'instructions-only': { type: 'boolean', default: false },
   'instructions-warmup': { type: 'string', default: '5000' },
   'instructions-seconds': { type: 'string', default: '30' },
+  'instructions-rate': { type: 'string', default: '50' },
   'gateway-bin': { type: 'string' },
 });
 const SECONDS = numberOption('seconds', args.seconds, 1);
@@ -86,6 +88,7 @@ const THREADS = numberOption('threads', args.threads, 1);
 const WORKERS = args.workers === undefined ? undefined : numberOption('workers', args.workers, 1);
 const INSTRUCTIONS_WARMUP = numberOption('instructions-warmup', args['instructions-warmup']);
 const INSTRUCTIONS_SECONDS = numberOption('instructions-seconds', args['instructions-seconds'], 1);
+const INSTRUCTIONS_RATE = numberOption('instructions-rate', args['instructions-rate'], 1);
 const CORES = availableParallelism();
 /** Every gateway row runs this build (a copy of an earlier `dist/`, say) instead of this tree's. */
 const GATEWAY_BIN = args['gateway-bin'] === undefined ? {} : { bin: resolve(args['gateway-bin']) };
@@ -405,7 +408,8 @@ function profileCase(): 'warm' | 'cold' | 'open' {
  * Instructions per request of the gateway (the `--profile-case`) and of nginx as a proxy (one
  * process), each under callgrind against the same nginx upstream: after a warm-up of
  * `--instructions-warmup` requests (so V8 has compiled the hot path), the counters are zeroed,
- * `--instructions-seconds` of load run, and the count is divided by the requests answered.
+ * `--instructions-rate` requests a second are sent for `--instructions-seconds`, and the count is
+ * divided by them.
  */
 async function countInstructions(
   client: LoadClient,
@@ -427,7 +431,14 @@ async function countInstructions(
         warmed += (await load(target.url, 5)).requests;
       }
       await zeroCounters(target);
-      const { requests } = await load(target.url, INSTRUCTIONS_SECONDS);
+      const requests = await fixedRateLoad({
+        url: target.url,
+        rate: INSTRUCTIONS_RATE,
+        seconds: INSTRUCTIONS_SECONDS,
+        connections,
+        headers,
+        body: TOOL_CALL_BODY,
+      });
       const instructions = await dumpInstructions(target, at);
       return { requests, perRequest: instructions / requests };
     } finally {
@@ -463,7 +474,7 @@ async function countInstructions(
   if (!nginx) throw new Error('nginx did not start under callgrind');
   const nginxRow = await count(nginx, nginx.dir);
   console.log(
-    `\nuser-space instructions per request (callgrind; ${which} case, ${connections} connections, ${INSTRUCTIONS_SECONDS} s counted after ${INSTRUCTIONS_WARMUP} warm-up requests; the kernel is not counted):`,
+    `\nuser-space instructions per request (callgrind; ${which} case, ${INSTRUCTIONS_RATE} req/s on ${connections} connections for ${INSTRUCTIONS_SECONDS} s, counted after ${INSTRUCTIONS_WARMUP} warm-up requests; the kernel is not counted):`,
   );
   const row = (name: string, r: { requests: number; perRequest: number }) => [
     name,
