@@ -2,7 +2,8 @@
  * The gateway's own cost, measured against a fast upstream in one run (issue 15).
  *
  * Rows: direct to the upstream (a minimal node:http server, and nginx `return 200` when Debian's
- * nginx is installed), nginx as a plain reverse proxy (1 worker, and one per core), the gateway
+ * nginx is installed), nginx as a plain reverse proxy (1 worker, and one per core), the least a
+ * Node.js proxy does (`node:http` + undici `dispatch`, no routing, policy or log), the gateway
  * without policies, and with mcp-auth + mcp-authz on a warm and on a cold verified-token cache
  * (`cachemaxsize = 0`: every request verifies an RS256 signature). Each at 10 and 64 keep-alive
  * connections; req/s, p50/p99, CPU per request of the proxy's process tree (from /proc), and the
@@ -32,6 +33,7 @@ import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js'
 import {
   type RunningProcess,
   spawnFastUpstream,
+  spawnNodeProxy,
   TOOL_CALL_BODY,
   TOOL_RESULT_BODY,
 } from './kit/fast-upstream.js';
@@ -213,6 +215,8 @@ const DIRECT_NODE = 'direct: node:http upstream';
 const DIRECT_NGINX = 'direct: nginx return 200';
 const NGINX_1 = 'nginx proxy, 1 worker';
 const NGINX_N = `nginx proxy, ${CORES} workers`;
+/** The floor of a proxy in Node.js: `node:http` + undici `dispatch`, nothing else. */
+const NODE_PROXY = 'node:http + undici proxy, nothing else';
 
 async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   const client = await pickLoadClient(args.client);
@@ -248,6 +252,8 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
         if (nginx) targets.push({ name, url: nginx.url, pid: nginx.pid });
       }
     }
+    const nodeProxy = started(await spawnNodeProxy(upstream.url));
+    targets.push({ name: NODE_PROXY, url: nodeProxy.url, pid: nodeProxy.pid });
     const gateways = {
       dir,
       keyManager: keyManagerConfig,
