@@ -2,7 +2,8 @@
  * The gateway's own cost, measured against a fast upstream in one run (issue 15).
  *
  * Rows: direct to the upstream (a minimal node:http server, and nginx `return 200` when Debian's
- * nginx is installed), nginx as a plain reverse proxy (1 worker, and one per core), the gateway
+ * nginx is installed), nginx as a plain reverse proxy (1 worker, and one per core), the least a
+ * Node.js proxy does (`node:http` + undici `dispatch`, no routing, policy or log), the gateway
  * without policies, and with mcp-auth + mcp-authz on a warm and on a cold verified-token cache
  * (`cachemaxsize = 0`: every request verifies an RS256 signature). Each at 10 and 64 keep-alive
  * connections; req/s, p50/p99, CPU per request of the proxy's process tree (from /proc), and the
@@ -16,6 +17,8 @@
  *   npm run bench:gateway -- --profile-only --profile-dir /tmp/prof  # keeps the .cpuprofile
  *   npm run bench:gateway -- --syscalls-only  # system calls per request (strace -c -f)
  *   npm run bench:gateway -- --perf-only      # on-CPU samples with kernel (perf record)
+ *   npm run bench:gateway -- --instructions-only  # instructions per request, gateway vs nginx
+ *   npm run bench:gateway -- --gateway-bin /tmp/old/dist/bin.js  # another build of the gateway
  */
 
 import { once } from 'node:events';
@@ -23,13 +26,14 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Cleanup } from './kit/cleanup.js';
 import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js';
 import {
   type RunningProcess,
   spawnFastUpstream,
+  spawnNodeProxy,
   TOOL_CALL_BODY,
   TOOL_RESULT_BODY,
 } from './kit/fast-upstream.js';
@@ -39,6 +43,13 @@ import {
   startGatewayProcess,
   WorkersUnsupportedError,
 } from './kit/gateway-process.js';
+import {
+  callgrindCommand,
+  callgrindInstalled,
+  dumpInstructions,
+  fixedRateLoad,
+  zeroCounters,
+} from './kit/instructions.js';
 import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
@@ -64,6 +75,12 @@ const args = benchArgs({
   'syscalls-only': { type: 'boolean', default: false },
   perf: { type: 'boolean', default: false },
   'perf-only': { type: 'boolean', default: false },
+  instructions: { type: 'boolean', default: false },
+  'instructions-only': { type: 'boolean', default: false },
+  'instructions-warmup': { type: 'string', default: '5000' },
+  'instructions-seconds': { type: 'string', default: '30' },
+  'instructions-rate': { type: 'string', default: '50' },
+  'gateway-bin': { type: 'string' },
 });
 const SECONDS = numberOption('seconds', args.seconds, 1);
 const WARMUP_SECONDS = numberOption('warmup', args.warmup);
@@ -71,7 +88,12 @@ const ROUNDS = numberOption('rounds', args.rounds, 1);
 const CONNECTIONS = countsOption('connections', args.connections);
 const THREADS = numberOption('threads', args.threads, 1);
 const WORKERS = args.workers === undefined ? undefined : numberOption('workers', args.workers, 1);
+const INSTRUCTIONS_WARMUP = numberOption('instructions-warmup', args['instructions-warmup']);
+const INSTRUCTIONS_SECONDS = numberOption('instructions-seconds', args['instructions-seconds'], 1);
+const INSTRUCTIONS_RATE = numberOption('instructions-rate', args['instructions-rate'], 1);
 const CORES = availableParallelism();
+/** Every gateway row runs this build (a copy of an earlier `dist/`, say) instead of this tree's. */
+const GATEWAY_BIN = args['gateway-bin'] === undefined ? {} : { bin: resolve(args['gateway-bin']) };
 const ISSUER = 'https://idp.bench/oauth2/token';
 const AUDIENCE = 'bench-client';
 const KEY_MANAGER = 'bench-idp';
@@ -193,6 +215,8 @@ const DIRECT_NODE = 'direct: node:http upstream';
 const DIRECT_NGINX = 'direct: nginx return 200';
 const NGINX_1 = 'nginx proxy, 1 worker';
 const NGINX_N = `nginx proxy, ${CORES} workers`;
+/** The floor of a proxy in Node.js: `node:http` + undici `dispatch`, nothing else. */
+const NODE_PROXY = 'node:http + undici proxy, nothing else';
 
 async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   const client = await pickLoadClient(args.client);
@@ -213,7 +237,8 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   if (!nginxUpstream) notes.push('nginx rows skipped: install Debian nginx for them');
 
   let workers = WORKERS;
-  if (!args['profile-only'] && !args['syscalls-only'] && !args['perf-only']) {
+  const only = ['profile-only', 'syscalls-only', 'perf-only', 'instructions-only'] as const;
+  if (!only.some((option) => args[option])) {
     const targets: Target[] = [{ name: DIRECT_NODE, url: nodeUpstream.url, pid: nodeUpstream.pid }];
     if (nginxUpstream) {
       targets.push({ name: DIRECT_NGINX, url: nginxUpstream.url, pid: nginxUpstream.pid });
@@ -227,6 +252,8 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
         if (nginx) targets.push({ name, url: nginx.url, pid: nginx.pid });
       }
     }
+    const nodeProxy = started(await spawnNodeProxy(upstream.url));
+    targets.push({ name: NODE_PROXY, url: nodeProxy.url, pid: nodeProxy.pid });
     const gateways = {
       dir,
       keyManager: keyManagerConfig,
@@ -292,6 +319,12 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
     if (straceInstalled()) await instrumentGateway(client, dir, instrumented, 'strace');
     else console.log('note: --syscalls needs strace (apt-get install strace)');
   }
+  if (args.instructions || args['instructions-only']) {
+    if (!nginxUpstream) console.log('note: --instructions needs Debian nginx');
+    else if (!callgrindInstalled()) {
+      console.log('note: --instructions needs valgrind (apt-get install valgrind)');
+    } else await countInstructions(client, dir, instrumented);
+  }
 }
 
 /**
@@ -313,6 +346,7 @@ async function gatewayTargets(
     const path = join(setup.dir, `${name}${workers ?? ''}`);
     const gateway = setup.started(
       await startGatewayProcess({
+        ...GATEWAY_BIN,
         dir: path,
         keyManager: setup.keyManager,
         tokenCacheEntries,
@@ -357,6 +391,109 @@ async function gatewayTargets(
     target('auth+authz, warm cache', warm, '/bench/mcp', setup.auth),
     target('auth+authz, cold cache', cold, '/bench/mcp', setup.auth),
   ];
+}
+
+/** What an instrumented run of one gateway case needs. */
+interface InstrumentSetup {
+  upstreamUrl: string;
+  keyManager: { name: string; issuer: string; jwksUri: string };
+  auth: Record<string, string>;
+  workers: number | undefined;
+}
+
+/** The gateway case `--profile-case` names. */
+function profileCase(): 'warm' | 'cold' | 'open' {
+  const which = args['profile-case'];
+  if (which !== 'warm' && which !== 'cold' && which !== 'open') {
+    throw new Error(`--profile-case is warm, cold or open, not ${which}`);
+  }
+  return which;
+}
+
+/**
+ * Instructions per request of the gateway (the `--profile-case`) and of nginx as a proxy (one
+ * process), each under callgrind against the same nginx upstream: after a warm-up of
+ * `--instructions-warmup` requests (so V8 has compiled the hot path), the counters are zeroed,
+ * `--instructions-rate` requests a second are sent for `--instructions-seconds`, and the count is
+ * divided by them.
+ */
+async function countInstructions(
+  client: LoadClient,
+  dir: string,
+  setup: InstrumentSetup,
+): Promise<void> {
+  const which = profileCase();
+  const policies = which !== 'open';
+  const headers = { ...MCP_HEADERS, ...(policies ? setup.auth : {}) };
+  const connections = CONNECTIONS[0] as number;
+  const load = (url: string, seconds: number) =>
+    runLoad(client, { url, connections, method: 'POST', headers, body: TOOL_CALL_BODY, seconds });
+  const count = async (
+    target: { url: string; pid: number; uid?: number | undefined; stop(): Promise<void> },
+    at: string,
+  ) => {
+    try {
+      for (let warmed = 0; warmed < INSTRUCTIONS_WARMUP; ) {
+        warmed += (await load(target.url, 5)).requests;
+      }
+      await zeroCounters(target);
+      const requests = await fixedRateLoad({
+        url: target.url,
+        rate: INSTRUCTIONS_RATE,
+        seconds: INSTRUCTIONS_SECONDS,
+        connections,
+        headers,
+        body: TOOL_CALL_BODY,
+      });
+      const instructions = await dumpInstructions(target, at);
+      return { requests, perRequest: instructions / requests };
+    } finally {
+      await target.stop();
+    }
+  };
+
+  const gatewayDir = join(dir, 'callgrind-gateway');
+  const callgrindDir = join(gatewayDir, 'callgrind');
+  mkdirSync(callgrindDir, { recursive: true });
+  const gateway = await startGatewayProcess({
+    ...GATEWAY_BIN,
+    dir: gatewayDir,
+    keyManager: setup.keyManager,
+    tokenCacheEntries: which === 'cold' ? 0 : undefined,
+    wrapper: callgrindCommand(callgrindDir),
+  });
+  const gatewayRow = await (async () => {
+    await gateway.deploy(proxyDefinition('bench', '/bench', setup.upstreamUrl, policies), {
+      path: '/bench/mcp',
+      headers,
+      body: TOOL_CALL_BODY,
+    });
+    return count({ ...gateway, url: `${gateway.plainUrl}/bench/mcp` }, callgrindDir);
+  })().catch(async (error) => {
+    await gateway.stop();
+    throw error;
+  });
+  const nginx = await startNginx(
+    { kind: 'proxy', upstreamUrl: setup.upstreamUrl, workers: 1 },
+    { wrapper: callgrindCommand },
+  );
+  if (!nginx) throw new Error('nginx did not start under callgrind');
+  const nginxRow = await count(nginx, nginx.dir);
+  console.log(
+    `\nuser-space instructions per request (callgrind; ${which} case, ${INSTRUCTIONS_RATE} req/s on ${connections} connections for ${INSTRUCTIONS_SECONDS} s, counted after ${INSTRUCTIONS_WARMUP} warm-up requests; the kernel is not counted):`,
+  );
+  const row = (name: string, r: { requests: number; perRequest: number }) => [
+    name,
+    String(r.requests),
+    r.perRequest.toFixed(0),
+    times(r.perRequest, nginxRow.perRequest),
+  ];
+  console.log(
+    markdownTable(
+      ['path', 'requests counted', 'instructions/req', '× nginx 1w'],
+      [row(`gateway, ${which}`, gatewayRow), row(NGINX_1, nginxRow)],
+    ),
+  );
 }
 
 function resultTable(targets: Target[], results: Map<string, Measured>, baseline: string): string {
@@ -423,23 +560,16 @@ function goalLines(
 async function instrumentGateway(
   client: LoadClient,
   dir: string,
-  setup: {
-    upstreamUrl: string;
-    keyManager: { name: string; issuer: string; jwksUri: string };
-    auth: Record<string, string>;
-    workers: number | undefined;
-  },
+  setup: InstrumentSetup,
   instrument: 'cpu-prof' | 'strace' | 'perf',
 ): Promise<void> {
   const { upstreamUrl, keyManager, auth } = setup;
-  const which = args['profile-case'] as string;
-  if (!['warm', 'cold', 'open'].includes(which)) {
-    throw new Error(`--profile-case is warm, cold or open, not ${which}`);
-  }
+  const which = profileCase();
   // Kept when --profile-dir is given, to open in Chrome DevTools or speedscope.
   const profileDir = args['profile-dir'] ?? join(dir, 'profile');
   mkdirSync(profileDir, { recursive: true });
   const gateway: GatewayProcess = await startGatewayProcess({
+    ...GATEWAY_BIN,
     dir: join(dir, `${instrument}-gateway`),
     keyManager,
     tokenCacheEntries: which === 'cold' ? 0 : undefined,

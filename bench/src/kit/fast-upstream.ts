@@ -22,17 +22,17 @@ export interface RunningProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `fast-upstream-server.ts` as its own process, so it never shares an event loop. */
-export async function spawnFastUpstream(): Promise<RunningProcess> {
-  const entry = fileURLToPath(new URL('./fast-upstream-server.ts', import.meta.url));
-  const child = spawn(process.execPath, [...process.execArgv, entry], {
+/** Starts one of the kit's servers as its own process, so it never shares an event loop. */
+async function spawnKitServer(file: string, args: string[] = []): Promise<RunningProcess> {
+  const entry = fileURLToPath(new URL(file, import.meta.url));
+  const child = spawn(process.execPath, [...process.execArgv, entry, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = once(child, 'exit');
   const [line] = (await Promise.race([
     once(createInterface({ input: child.stdout as NodeJS.ReadableStream }), 'line'),
     exited.then(() => {
-      throw new Error('the fast upstream exited before listening');
+      throw new Error(`${file} exited before listening`);
     }),
   ])) as [string];
   return {
@@ -46,4 +46,14 @@ export async function spawnFastUpstream(): Promise<RunningProcess> {
       clearTimeout(timer);
     },
   };
+}
+
+/** Starts `fast-upstream-server.ts`: the fixed `tools/call` answer. */
+export function spawnFastUpstream(): Promise<RunningProcess> {
+  return spawnKitServer('./fast-upstream-server.ts');
+}
+
+/** Starts `node-proxy-server.ts` in front of `upstreamUrl`: the floor of a Node.js proxy. */
+export function spawnNodeProxy(upstreamUrl: string): Promise<RunningProcess> {
+  return spawnKitServer('./node-proxy-server.ts', [upstreamUrl]);
 }

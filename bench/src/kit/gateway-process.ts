@@ -27,6 +27,10 @@ export interface GatewayProcessOptions {
   cpuProfileDir?: string;
   /** More `node` flags, e.g. `--perf-basic-prof`. */
   nodeFlags?: string[];
+  /** Another build's `bin.js` (e.g. a copy of an earlier `dist/`), to compare builds in one run. */
+  bin?: string;
+  /** A command the gateway runs under, e.g. `callgrindCommand(dir)`; it must keep the pid. */
+  wrapper?: string[];
 }
 
 export interface GatewayProcess extends RunningProcess {
@@ -106,9 +110,10 @@ uri = "${options.keyManager.jwksUri}"
     ...(options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : []),
     ...(options.nodeFlags ?? []),
   ];
-  const args = [...nodeFlags, GATEWAY_BIN, 'serve', '--config', configFile];
+  const args = [...nodeFlags, options.bin ?? GATEWAY_BIN, 'serve', '--config', configFile];
   args.push('--workers', String(options.workers ?? 1));
-  const child = spawn(process.execPath, args, { stdio: ['ignore', log, log] });
+  const [command, ...prefix] = [...(options.wrapper ?? []), process.execPath];
+  const child = spawn(command as string, [...prefix, ...args], { stdio: ['ignore', log, log] });
   closeSync(log);
   const exited = once(child, 'exit');
   let hasExited = false;
@@ -124,7 +129,9 @@ uri = "${options.keyManager.jwksUri}"
   };
 
   const plainUrl = `http://127.0.0.1:${httpPort}`;
-  const deadline = Date.now() + 30_000;
+  // Under a wrapper such as valgrind, start-up takes minutes on a busy machine.
+  const startSeconds = options.wrapper ? 600 : 30;
+  const deadline = Date.now() + startSeconds * 1000;
   for (;;) {
     if (hasExited) {
       const text = readFileSync(logFile, 'utf8');
@@ -140,7 +147,7 @@ uri = "${options.keyManager.jwksUri}"
     if (ready) break;
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`the gateway was not ready within 30 s; log: ${logFile}`);
+      throw new Error(`the gateway was not ready within ${startSeconds} s; log: ${logFile}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -163,7 +170,7 @@ uri = "${options.keyManager.jwksUri}"
       if (response.status !== 201) {
         throw new Error(`deploying a proxy failed: ${response.status} ${await response.text()}`);
       }
-      const deadline = Date.now() + 20_000;
+      const deadline = Date.now() + (options.wrapper ? 300_000 : 20_000);
       let lastStatus = 0;
       for (let inARow = 0; inARow < 20; ) {
         lastStatus = await postOnFreshConnection(

@@ -34,7 +34,18 @@ function location(role: NginxRole): string {
       proxy_buffering off;`;
 }
 
-export async function startNginx(role: NginxRole): Promise<RunningProcess | undefined> {
+export interface NginxOptions {
+  /**
+   * A command nginx runs under, given nginx's own temp directory (writable by nginx), e.g.
+   * `callgrindCommand`. nginx then runs as one process (no master), so the pid is the worker.
+   */
+  wrapper?: (dir: string) => string[];
+}
+
+export async function startNginx(
+  role: NginxRole,
+  options: NginxOptions = {},
+): Promise<(RunningProcess & { dir: string; uid: number | undefined }) | undefined> {
   const binary = nginxBinary();
   if (binary === undefined) return undefined;
   const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
@@ -46,6 +57,7 @@ export async function startNginx(role: NginxRole): Promise<RunningProcess | unde
   writeFileSync(
     join(dir, 'nginx.conf'),
     `daemon off;
+${options.wrapper ? 'master_process off;' : ''}
 worker_processes ${role.kind === 'proxy' ? role.workers : 1};
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
@@ -72,7 +84,9 @@ http {
   const asRoot = process.getuid?.() === 0;
   if (asRoot) chownSync(dir, NOBODY, NOBODY);
   // nginx writes to its own error.log; inheriting our stdio would keep pipes open after we exit.
-  const child: ChildProcess = spawn(binary, ['-p', dir, '-c', join(dir, 'nginx.conf')], {
+  const [command, ...prefix] = [...(options.wrapper?.(dir) ?? []), binary];
+  const nginxArgs = [...prefix, '-p', dir, '-c', join(dir, 'nginx.conf')];
+  const child: ChildProcess = spawn(command as string, nginxArgs, {
     stdio: 'ignore',
     ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
   });
@@ -87,7 +101,7 @@ http {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitForPort(port);
+    await waitForPort(port, options.wrapper ? 300_000 : 10_000);
   } catch (error) {
     const log = existsSync(join(dir, 'error.log'))
       ? readFileSync(join(dir, 'error.log'), 'utf8')
@@ -95,5 +109,6 @@ http {
     await stop();
     throw new Error(`nginx did not start: ${(error as Error).message}\n${log}`);
   }
-  return { url: `http://127.0.0.1:${port}/mcp`, pid: child.pid as number, stop };
+  const uid = asRoot ? NOBODY : undefined;
+  return { url: `http://127.0.0.1:${port}/mcp`, pid: child.pid as number, stop, dir, uid };
 }

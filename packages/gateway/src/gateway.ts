@@ -130,7 +130,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     now,
     logger,
   });
-  const audit = logger.child({ component: 'audit' });
+  // Audit records are fixed-shape `AuditRecord`s whose keys never name a credential, so the
+  // logger's key-based redaction would only copy them: this child logs them as they are.
+  const audit = logger.child({ component: 'audit' }, { formatters: { log: (object) => object } });
   const httpsListener = new Listener('https');
   const httpListener = new Listener('http');
   const dataPlane = {

@@ -5,7 +5,14 @@ import {
   type Logger,
   type OriginPolicy,
 } from '@mcp-identity/common';
-import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifyServerOptions,
+  LogLevel,
+} from 'fastify';
 import type { BodyBudget } from './body-budget.js';
 import { McpExchange } from './exchange.js';
 import type { Listener } from './listener.js';
@@ -106,12 +113,14 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
     return reply.header('cache-control', 'public, max-age=300').send(document);
   };
 
+  // The audit line is the access log of MCP traffic; Fastify's per-request lines would repeat
+  // it. A route level replaces the configured one, so never make the route chattier.
+  const logLevel = quieterLevel(app.log.level, 'warn');
   app.route({
     method: ['GET', 'POST', 'DELETE', 'OPTIONS'],
     url: '/*',
-    // The audit line is the access log of MCP traffic; Fastify's per-request lines would repeat
-    // it. A route level replaces the configured one, so never make the route chattier.
-    logLevel: quieterLevel(app.log.level, 'warn'),
+    logLevel,
+    childLoggerFactory: childrenAtLevel(logLevel),
     onRequest: (request, reply, done) => {
       const runtime = mcpRuntime(pathOf(request.url));
       if (!runtime) return done();
@@ -172,6 +181,24 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
       return reply.code(404).send({ error: 'Not Found', message: 'No MCP proxy at this path' });
     },
   });
+}
+
+/**
+ * Request loggers at the route's level, as Fastify's own factory makes them, but children of one
+ * logger already at that level: pino rebuilds every log method of a child given a level, and
+ * Fastify makes a child per request.
+ */
+function childrenAtLevel(level: LogLevel): NonNullable<FastifyServerOptions['childLoggerFactory']> {
+  const atLevel = new WeakMap<FastifyBaseLogger, FastifyBaseLogger>();
+  return (logger, bindings, options) => {
+    if (options.level !== level || options.serializers) return logger.child(bindings, options);
+    let parent = atLevel.get(logger);
+    if (!parent) {
+      parent = logger.child({}, { level });
+      atLevel.set(logger, parent);
+    }
+    return parent.child(bindings);
+  };
 }
 
 const LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];

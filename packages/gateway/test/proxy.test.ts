@@ -114,6 +114,22 @@ describe('data plane', () => {
     expect(body).toMatchObject({ jsonrpc: '2.0', id: 'req-7', error: { code: -32000 } });
   });
 
+  it('logs proxy requests at warn and above only, each line with its request id', async () => {
+    const response = await postMcp(`${fx.gateway.plainUrl}/dead/mcp`, {
+      jsonrpc: '2.0',
+      id: 'req-8',
+      method: 'ping',
+    });
+    expect(response.status).toBe(502);
+    const failures = logLines.filter((l) => l.msg === 'upstream request failed');
+    expect(failures.at(-1)).toMatchObject({ level: 40, proxy: 'dead-v1.0' });
+    expect(failures.at(-1)?.reqId).toEqual(expect.any(String));
+    // Fastify's per-request info lines would repeat the audit line.
+    const incoming = logLines.filter((l) => l.msg === 'incoming request');
+    expect(incoming.length).toBeGreaterThan(0);
+    expect(incoming.filter((l) => (l.req as { url?: string })?.url?.endsWith('/mcp'))).toEqual([]);
+  });
+
   it('refuses bodies over the size cap with 413', async () => {
     const huge = JSON.stringify({
       jsonrpc: '2.0',

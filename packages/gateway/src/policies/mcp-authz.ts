@@ -84,12 +84,15 @@ type AuthzDecision =
 type Capability = 'tools' | 'resources' | 'prompts';
 
 const NOT_GOVERNED: AuthzDecision = { governed: false };
+const ALLOWED: AuthzDecision = { governed: true, allowed: true, missingScopes: [] };
+
+const CAPABILITIES: readonly Capability[] = ['tools', 'resources', 'prompts'];
 
 /** `tools/call` → tools, `resources/read` → resources...; other methods are not governed. */
 function capabilityOf(method: string): Capability | undefined {
-  const [prefix, action, extra] = method.split('/');
-  if (action === undefined || extra !== undefined) return undefined;
-  return prefix === 'tools' || prefix === 'resources' || prefix === 'prompts' ? prefix : undefined;
+  const slash = method.indexOf('/');
+  if (slash < 0 || method.includes('/', slash + 1)) return undefined;
+  return CAPABILITIES.find((c) => c.length === slash && method.startsWith(c));
 }
 
 function claimMatches(payload: JWTPayload, matcher: ClaimMatcher): boolean {
@@ -102,23 +105,90 @@ function claimMatches(payload: JWTPayload, matcher: ClaimMatcher): boolean {
   return matcher.values.some((v) => present.includes(v));
 }
 
-/** Missing scopes of one rule (empty when the scope part passes) and whether its claims pass. */
-function evaluateRule(
-  rule: AuthzRule,
-  token: VerifiedToken,
-): { missing: string[]; claimsOk: boolean } {
+function claimsPass(rule: AuthzRule, payload: JWTPayload): boolean {
+  const claimsAll = rule.claims?.allOf ?? [];
+  const claimsAny = rule.claims?.anyOf ?? [];
+  return (
+    claimsAll.every((m) => claimMatches(payload, m)) &&
+    (claimsAny.length === 0 || claimsAny.some((m) => claimMatches(payload, m)))
+  );
+}
+
+/** Scopes of one rule the token lacks (empty when the scope part passes). */
+function missingScopes(rule: AuthzRule, scopes: ReadonlySet<string>): string[] {
   const missing: string[] = [];
   const allOf = rule.scopes?.allOf ?? [];
   const anyOf = rule.scopes ? (rule.scopes.anyOf ?? []) : (rule.requiredScopes ?? []);
-  for (const scope of allOf) if (!token.scopes.has(scope)) missing.push(scope);
-  if (anyOf.length > 0 && !anyOf.some((s) => token.scopes.has(s))) missing.push(...anyOf);
-  const claimsAll = rule.claims?.allOf ?? [];
-  const claimsAny = rule.claims?.anyOf ?? [];
-  const claimsOk =
-    claimsAll.every((m) => claimMatches(token.payload, m)) &&
-    (claimsAny.length === 0 || claimsAny.some((m) => claimMatches(token.payload, m)));
-  return { missing, claimsOk };
+  for (const scope of allOf) if (!scopes.has(scope)) missing.push(scope);
+  if (anyOf.length > 0 && !anyOf.some((s) => scopes.has(s))) missing.push(...anyOf);
+  return missing;
 }
+
+/** Whether a token passes one rule, without collecting what it lacks. */
+function rulePasses(rule: AuthzRule, token: VerifiedToken): boolean {
+  const { scopes } = token;
+  const allOf = rule.scopes?.allOf;
+  if (allOf) for (const scope of allOf) if (!scopes.has(scope)) return false;
+  const anyOf = rule.scopes ? rule.scopes.anyOf : rule.requiredScopes;
+  if (anyOf && anyOf.length > 0 && !anyOf.some((s) => scopes.has(s))) return false;
+  return rule.claims === undefined || claimsPass(rule, token.payload);
+}
+
+/** The rules with this name or `*`, in their configured order. */
+function rulesNamed(rules: readonly AuthzRule[], name: string): AuthzRule[] {
+  return rules.filter((r) => r.name === name || r.name === '*');
+}
+
+/**
+ * Which rules match a call, worked out once per proxy: every name a rule list spells gets its
+ * list of matching rules (with the `*` ones), any other name the `*` rules alone, so finding a
+ * call's rules is a map lookup however many calls are made.
+ */
+class RuleIndex {
+  private readonly byName = new Map<Capability, Map<string, AuthzRule[]>>();
+  private readonly anyName = new Map<Capability, AuthzRule[]>();
+  private readonly byMethod = new Map<string, AuthzRule[]>();
+  private readonly anyMethod: AuthzRule[];
+  /** A capability's name rules followed by a method's rules, by those two lists. */
+  private readonly joined = new Map<AuthzRule[], Map<AuthzRule[], AuthzRule[]>>();
+
+  constructor(params: McpAuthzParams) {
+    for (const capability of CAPABILITIES) {
+      const rules = params[capability] ?? [];
+      this.byName.set(capability, new Map(rules.map((r) => [r.name, rulesNamed(rules, r.name)])));
+      this.anyName.set(capability, rulesNamed(rules, '*'));
+    }
+    const methods = params.methods ?? [];
+    for (const r of methods) this.byMethod.set(r.name, rulesNamed(methods, r.name));
+    this.anyMethod = rulesNamed(methods, '*');
+  }
+
+  /** The rules matching a call (exact, case-sensitive name, or `*`); never to be modified. */
+  rulesFor(call: Pick<McpCall, 'method' | 'target'>): readonly AuthzRule[] {
+    const capability = capabilityOf(call.method);
+    if (!capability) return NO_RULES;
+    const byName =
+      call.target === ''
+        ? NO_RULES
+        : (this.byName.get(capability)?.get(call.target) ?? this.anyName.get(capability) ?? []);
+    const byMethod = this.byMethod.get(call.method) ?? this.anyMethod;
+    if (byMethod.length === 0) return byName;
+    if (byName.length === 0) return byMethod;
+    let withName = this.joined.get(byName);
+    if (!withName) {
+      withName = new Map();
+      this.joined.set(byName, withName);
+    }
+    let both = withName.get(byMethod);
+    if (!both) {
+      both = [...byName, ...byMethod];
+      withName.set(byMethod, both);
+    }
+    return both;
+  }
+}
+
+const NO_RULES: AuthzRule[] = [];
 
 /** Every scope a rule list mentions, in order of first appearance. */
 function scopesOfRules(params: McpAuthzParams): string[] {
@@ -145,9 +215,11 @@ function scopesOfRules(params: McpAuthzParams): string[] {
 class McpAuthzPolicy implements Policy {
   readonly scopes: readonly string[];
   readonly onListItem?: Policy['onListItem'];
+  private readonly rules: RuleIndex;
 
-  constructor(private readonly params: McpAuthzParams) {
+  constructor(params: McpAuthzParams) {
     this.scopes = scopesOfRules(params);
+    this.rules = new RuleIndex(params);
     if (params.filterLists)
       this.onListItem = (exchange, listMethod, item) => this.visible(exchange, listMethod, item);
   }
@@ -175,35 +247,18 @@ class McpAuthzPolicy implements Policy {
     return undefined;
   }
 
-  private matchingRules(call: Pick<McpCall, 'method' | 'target'>): AuthzRule[] {
-    const capability = capabilityOf(call.method);
-    if (!capability) return [];
-    const byName =
-      call.target === ''
-        ? []
-        : (this.params[capability] ?? []).filter((r) => r.name === call.target || r.name === '*');
-    const byMethod = (this.params.methods ?? []).filter(
-      (r) => r.name === call.method || r.name === '*',
-    );
-    return byMethod.length === 0 ? byName : [...byName, ...byMethod];
-  }
-
   /** Decides a call; `token` is undefined when the caller is not authenticated. */
   private decide(
     call: Pick<McpCall, 'method' | 'target'>,
     token: VerifiedToken | undefined,
   ): AuthzDecision {
-    const rules = this.matchingRules(call);
+    const rules = this.rules.rulesFor(call);
     if (rules.length === 0) return NOT_GOVERNED;
     if (!token) return { governed: true, allowed: false, missingScopes: [] };
+    if (rules.every((r) => rulePasses(r, token))) return ALLOWED;
     const missing = new Set<string>();
-    let allowed = true;
-    for (const r of rules) {
-      const result = evaluateRule(r, token);
-      for (const scope of result.missing) missing.add(scope);
-      if (result.missing.length > 0 || !result.claimsOk) allowed = false;
-    }
-    return { governed: true, allowed, missingScopes: [...missing].sort() };
+    for (const r of rules) for (const scope of missingScopes(r, token.scopes)) missing.add(scope);
+    return { governed: true, allowed: false, missingScopes: [...missing].sort() };
   }
 
   /** Whether a listed item would be callable by this caller. */
