@@ -1,5 +1,6 @@
 export { type AppOptions, createApp } from './app.js';
 export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
+export { batchedStdout } from './batched-stdout.js';
 export {
   ConfigError,
   type ConfigProblem,
@@ -39,7 +40,7 @@ export {
   basicCredentials,
   bearerToken,
 } from './http-auth.js';
-export { batchedStdout, createLogger, type Logger, type LoggerSettings } from './logger.js';
+export { createLogger, type Logger, type LoggerSettings } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export {
   createMetricsRegistry,

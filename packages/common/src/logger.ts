@@ -62,15 +62,6 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
   return settings.destination ? pino(options, settings.destination) : pino(options);
 }
 
-/**
- * Standard output written in batches, for a service's request logs: under load the lines are
- * joined into writes of at least 4 KiB instead of one write per line, and a quiet service's
- * lines go out within 100 ms. pino flushes what is buffered when the process exits.
- */
-export function batchedStdout(): pino.DestinationStream {
-  return pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 100 });
-}
-
 /** pino-pretty is a development convenience, not a runtime dependency of the services. */
 function prettyPrinterInstalled(): boolean {
   try {

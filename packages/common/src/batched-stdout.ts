@@ -33,20 +33,23 @@ class LineBatch implements pino.DestinationStream {
   }
 }
 
+let stdoutBatch: LineBatch | undefined;
+
 /**
- * Standard output for the gateway's own logger, written in batches: under load the lines
- * (nearly all of them audit lines, one per MCP request) are joined into writes of at least
- * 32 KiB instead of one write per few lines, and a quiet gateway's lines go out within 100 ms.
- * What is buffered is flushed when the process exits.
+ * Standard output for a service's request and audit logs, written in batches: under load the
+ * lines (one or more per request) are joined into writes of at least 32 KiB instead of one
+ * write per few lines, and a quiet service's lines go out within 100 ms. Every logger of the
+ * process shares one batch (there is one standard output), and what is buffered is flushed
+ * when the process exits.
  */
 export function batchedStdout(): pino.DestinationStream {
-  let batch: LineBatch | undefined;
-  const flush = () => batch?.flush();
+  if (stdoutBatch) return stdoutBatch;
+  const flush = () => stdoutBatch?.flush();
   // Registered before pino's own exit hooks (added with the destination below), so the lines
   // gathered here reach sonic-boom before it is flushed for the last time.
   process.on('beforeExit', flush);
   process.on('exit', flush);
-  batch = new LineBatch(pino.destination({ dest: 1, sync: false }));
+  stdoutBatch = new LineBatch(pino.destination({ dest: 1, sync: false }));
   setInterval(flush, FLUSH_EVERY_MS).unref();
-  return batch;
+  return stdoutBatch;
 }
