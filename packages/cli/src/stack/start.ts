@@ -169,6 +169,10 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             'serve',
             '--config',
             layout.gateway.configFile,
+            // The IdP and the SCIM MCP server are single processes on the same machine: a
+            // second gateway worker only contends with them for the cores (bench:e2e).
+            '--workers',
+            '1',
           ],
           healthUrl: layout.gateway.healthUrl,
         }),
