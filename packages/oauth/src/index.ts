@@ -40,4 +40,4 @@ export type {
   RegisteredClient,
 } from './store.js';
 export { MemoryOAuthStore } from './store.js';
-export { RedisOAuthStore, StateUnavailableError } from './store-redis.js';
+export { RedisOAuthStore } from './store-redis.js';

@@ -10,8 +10,6 @@ import type {
   RegisteredClient,
 } from './store.js';
 
-export { StateUnavailableError } from '@mcp-identity/common';
-
 /**
  * Deletes every refresh token of a family and the family itself. Shared by the scripts below,
  * so that revocation happens in the same atomic step as the check that triggers it.
