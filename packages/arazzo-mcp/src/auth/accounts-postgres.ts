@@ -90,7 +90,7 @@ export class PostgresAccountStore implements Accounts {
   /** Every statement; an unreachable database becomes `StateUnavailableError` (HTTP 503). */
   private query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []) {
     return this.pool.query<R>(text, values).catch((error: unknown) => {
-      throw isDatabaseUnavailable(error) ? new StateUnavailableError(error) : error;
+      throw unavailableOr(error);
     });
   }
 
@@ -136,19 +136,16 @@ export class PostgresAccountStore implements Accounts {
   }
 
   /**
-   * The first account, unless one exists: instances starting together on an empty database
-   * create exactly one between them. Undefined when there was already an account.
-   */
-  /**
-   * Creates the account only while there is none. Instances starting together race here: an
-   * `INSERT … WHERE NOT EXISTS` alone lets each see the empty table in its own snapshot, so
-   * the check runs after a transaction-scoped advisory lock, in a statement of its own (under
-   * READ COMMITTED it then sees what the lock's previous holder committed).
+   * Creates the account only while there is none (undefined when there was already one).
+   * Instances starting together race here: an `INSERT … WHERE NOT EXISTS` alone lets each see
+   * the empty table in its own snapshot, so the check runs after a transaction-scoped advisory
+   * lock, in a statement of its own (under READ COMMITTED it then sees what the lock's previous
+   * holder committed).
    */
   async addFirst(email: string, password: string): Promise<Account | undefined> {
     const row = await newAccountRow(email, password);
     const session = await this.pool.connect().catch((error: unknown) => {
-      throw isDatabaseUnavailable(error) ? new StateUnavailableError(error) : error;
+      throw unavailableOr(error);
     });
     try {
       await session.query('BEGIN');
@@ -162,7 +159,7 @@ export class PostgresAccountStore implements Accounts {
       return result.rowCount === 1 ? toAccount(row) : undefined;
     } catch (error) {
       await session.query('ROLLBACK').catch(() => undefined);
-      throw isDatabaseUnavailable(error) ? new StateUnavailableError(error) : error;
+      throw unavailableOr(error);
     } finally {
       session.release();
     }
@@ -215,4 +212,9 @@ export class PostgresAccountStore implements Accounts {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** A failure of an unreachable database as `StateUnavailableError` (HTTP 503); others unchanged. */
+function unavailableOr(error: unknown): unknown {
+  return isDatabaseUnavailable(error) ? new StateUnavailableError(error) : error;
 }
