@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
-import { compileTyped, isJsonObject } from './schema.js';
+import { type CompiledSchema, compileTyped, isJsonObject } from './schema.js';
 
 /** The schema of each field type: a field's value type is derived from it. */
 const FIELD_SCHEMAS = {
@@ -177,26 +177,26 @@ function alwaysSet(field: FieldSpec): boolean {
   return field.default !== undefined || field.required === true;
 }
 
-const valuesSchemas = new WeakMap<ConfigSpec, object>();
+const valuesSchemas = new WeakMap<ConfigSpec, CompiledSchema<unknown>>();
 
 /**
- * The schema of a spec's values: each field's type schema (FIELD_SCHEMAS) with its extra
- * keywords, required when `alwaysSet`. ConfigValues<S> is derived by the same two rules.
+ * The compiled schema of a spec's values: each field's type schema (FIELD_SCHEMAS) with its
+ * extra keywords, required when `alwaysSet`. ConfigValues<S> is derived by the same two rules.
  */
-function valuesSchema<S extends ConfigSpec>(spec: S) {
-  let schema = valuesSchemas.get(spec);
-  if (!schema) {
+function valuesSchema<S extends ConfigSpec>(spec: S): CompiledSchema<ConfigValues<S>> {
+  let compiled = valuesSchemas.get(spec);
+  if (!compiled) {
     const fields = Object.entries(spec);
-    schema = {
+    compiled = compileTyped({
       type: 'object',
       properties: Object.fromEntries(
         fields.map(([key, field]) => [key, { ...FIELD_SCHEMAS[field.type], ...field.schema }]),
       ),
       required: fields.filter(([, field]) => alwaysSet(field)).map(([key]) => key),
-    };
-    valuesSchemas.set(spec, schema);
+    });
+    valuesSchemas.set(spec, compiled);
   }
-  return compileTyped<ConfigValues<S>>(schema);
+  return compiled as CompiledSchema<ConfigValues<S>>;
 }
 
 /** `--help` text: one line per option with its env var and default. */
