@@ -11,9 +11,8 @@ const isExecutable = (file: string) => {
 };
 
 /** The absolute path of `name` on PATH or in the system binary directories, if installed. */
-export function findExecutable(name: string, extraDirs: string[] = []): string | undefined {
+export function findExecutable(name: string): string | undefined {
   const dirs = [
-    ...extraDirs,
     ...(process.env.PATH ?? '').split(delimiter),
     '/usr/local/sbin',
     '/usr/sbin',
