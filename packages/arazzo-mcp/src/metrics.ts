@@ -86,11 +86,12 @@ export function createArazzoMcpMetrics(options: {
           },
         ]),
       );
+      const other = series.get('other')!;
       return {
         tools: catalog.tools,
         list: () => catalog.list(),
         async call(name, args) {
-          const one = series.get(name) ?? series.get('other')!;
+          const one = series.get(name) ?? other;
           const started = performance.now();
           try {
             const result = await catalog.call(name, args);
