@@ -111,24 +111,20 @@ export class RedisOAuthStore implements OAuthStore {
     await redisReady(this.redis, timeoutMs);
   }
 
-  private call<T>(operation: () => Promise<T>): Promise<T> {
-    return inRedis(operation);
-  }
-
   private key(kind: string, id: string): string {
     return `${this.prefix}${kind}:${id}`;
   }
 
   async pruneExpiredClients(now: number): Promise<void> {
-    await this.call(() => this.redis.zremrangebyscore(this.key('index', 'clients'), '-inf', now));
+    await inRedis(() => this.redis.zremrangebyscore(this.key('index', 'clients'), '-inf', now));
   }
 
   async countClients(): Promise<number> {
-    return this.call(() => this.redis.zcard(this.key('index', 'clients')));
+    return inRedis(() => this.redis.zcard(this.key('index', 'clients')));
   }
 
   async saveClient(client: RegisteredClient): Promise<void> {
-    await this.call(() =>
+    await inRedis(() =>
       this.redis
         .multi()
         .set(this.key('client', client.clientId), JSON.stringify(client), 'PXAT', client.expiresAt)
@@ -138,25 +134,25 @@ export class RedisOAuthStore implements OAuthStore {
   }
 
   async getClient(clientId: string): Promise<RegisteredClient | undefined> {
-    const value = await this.call(() => this.redis.get(this.key('client', clientId)));
+    const value = await inRedis(() => this.redis.get(this.key('client', clientId)));
     return value === null ? undefined : (JSON.parse(value) as RegisteredClient);
   }
 
   /** Entries expire by themselves; only the count of pending transactions needs pruning. */
   async pruneExpired(now: number): Promise<void> {
-    await this.call(() =>
+    await inRedis(() =>
       this.redis.zremrangebyscore(this.key('index', 'transactions'), '-inf', now),
     );
   }
 
   async saveCode(codeHash: string, entry: AuthorizationCodeEntry): Promise<void> {
-    await this.call(() =>
+    await inRedis(() =>
       this.redis.set(this.key('code', codeHash), JSON.stringify(entry), 'PXAT', entry.expiresAt),
     );
   }
 
   async consumeCode(codeHash: string): Promise<CodeRedemption> {
-    const [outcome, value] = await this.call(() =>
+    const [outcome, value] = await inRedis(() =>
       this.redis.consumeCode(
         this.key('code', codeHash),
         this.key('redeemed', codeHash),
@@ -171,11 +167,11 @@ export class RedisOAuthStore implements OAuthStore {
   }
 
   async countTransactions(): Promise<number> {
-    return this.call(() => this.redis.zcard(this.key('index', 'transactions')));
+    return inRedis(() => this.redis.zcard(this.key('index', 'transactions')));
   }
 
   async saveTransaction(tokenHash: string, transaction: AuthorizationTransaction): Promise<void> {
-    await this.call(() =>
+    await inRedis(() =>
       this.redis
         .multi()
         .set(
@@ -190,7 +186,7 @@ export class RedisOAuthStore implements OAuthStore {
   }
 
   async consumeTransaction(tokenHash: string): Promise<AuthorizationTransaction | undefined> {
-    const results = await this.call(() =>
+    const results = await inRedis(() =>
       this.redis
         .multi()
         .getdel(this.key('transaction', tokenHash))
@@ -204,7 +200,7 @@ export class RedisOAuthStore implements OAuthStore {
   async saveRefreshToken(tokenHash: string, entry: RefreshTokenEntry): Promise<void> {
     const stored: StoredRefreshToken = { ...entry, used: false };
     const family = this.key('family', entry.familyId);
-    await this.call(() =>
+    await inRedis(() =>
       this.redis
         .multi()
         .set(this.key('refresh', tokenHash), JSON.stringify(stored), 'PXAT', entry.expiresAt)
@@ -216,7 +212,7 @@ export class RedisOAuthStore implements OAuthStore {
   }
 
   async getRefreshToken(tokenHash: string, now: number): Promise<RefreshTokenEntry | undefined> {
-    const value = await this.call(() => this.redis.get(this.key('refresh', tokenHash)));
+    const value = await inRedis(() => this.redis.get(this.key('refresh', tokenHash)));
     if (value === null) return undefined;
     const stored = JSON.parse(value) as StoredRefreshToken;
     if (stored.used || stored.expiresAt <= now) return undefined;
@@ -224,7 +220,7 @@ export class RedisOAuthStore implements OAuthStore {
   }
 
   async rotateRefreshToken(tokenHash: string, now: number): Promise<RefreshRotation> {
-    const [outcome, value] = await this.call(() =>
+    const [outcome, value] = await inRedis(() =>
       this.redis.rotateRefresh(this.key('refresh', tokenHash), this.prefix, now),
     );
     if (outcome === 'rotated' || outcome === 'reused') {
@@ -234,7 +230,7 @@ export class RedisOAuthStore implements OAuthStore {
   }
 
   async revokeFamily(familyId: string): Promise<void> {
-    await this.call(() => this.redis.revokeFamily(this.prefix, familyId));
+    await inRedis(() => this.redis.revokeFamily(this.prefix, familyId));
   }
 
   async close(): Promise<void> {
