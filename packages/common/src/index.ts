@@ -114,7 +114,7 @@ export {
   type ThrottleFactory,
   type ThrottleSpec,
 } from './throttle.js';
-export { createRedisThrottles, RedisThrottle, type RedisThrottles } from './throttle-redis.js';
+export { createRedisThrottles, type RedisThrottles } from './throttle-redis.js';
 export {
   certificateAuthorityPath,
   ensureCertificateAuthority,

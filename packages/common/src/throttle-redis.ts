@@ -41,9 +41,9 @@ interface Scripts {
  * is unreachable every call throws `StateUnavailableError` (HTTP 503): a throttle that cannot
  * count refuses rather than fails open.
  */
-export class RedisThrottle implements Throttle {
+class RedisThrottle implements Throttle {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis & Scripts,
     private readonly spec: ThrottleSpec,
     private readonly prefix = 'mcp-identity:throttle:',
   ) {}
@@ -53,9 +53,8 @@ export class RedisThrottle implements Throttle {
   }
 
   async reserve(key: string): Promise<ThrottleDecision> {
-    const redis = this.redis as Redis & Scripts;
     const [allowed, ttl] = await inRedis(() =>
-      redis.reserveAttempt(this.key(key), this.spec.limit, this.spec.windowMs),
+      this.redis.reserveAttempt(this.key(key), this.spec.limit, this.spec.windowMs),
     );
     return allowed === 1
       ? { allowed: true }
@@ -63,7 +62,7 @@ export class RedisThrottle implements Throttle {
   }
 
   async release(key: string): Promise<void> {
-    await inRedis(() => (this.redis as Redis & Scripts).releaseAttempt(this.key(key)));
+    await inRedis(() => this.redis.releaseAttempt(this.key(key)));
   }
 
   async reset(key: string): Promise<void> {
@@ -80,9 +79,10 @@ export interface RedisThrottles {
 }
 
 export function createRedisThrottles(url: string, prefix?: string): RedisThrottles {
-  const redis = connectRedis(url);
-  redis.defineCommand('reserveAttempt', { numberOfKeys: 1, lua: RESERVE });
-  redis.defineCommand('releaseAttempt', { numberOfKeys: 1, lua: RELEASE });
+  const connection = connectRedis(url);
+  connection.defineCommand('reserveAttempt', { numberOfKeys: 1, lua: RESERVE });
+  connection.defineCommand('releaseAttempt', { numberOfKeys: 1, lua: RELEASE });
+  const redis = connection as Redis & Scripts;
   return {
     factory: (spec) => new RedisThrottle(redis, spec, prefix),
     ready: (timeoutMs) => redisReady(redis, timeoutMs),
