@@ -1,6 +1,7 @@
 import {
   MAX_REDIRECT_URIS,
   oauthError,
+  oauthTooManyRequests,
   randomToken,
   redirectUriProblem,
 } from '@mcp-identity/common';
@@ -67,11 +68,9 @@ export async function registerRegistrationRoute(
     scope.post('/oauth/register', async (request, reply) => {
       const decision = await perIp.reserve(request.ip);
       if (!decision.allowed) {
-        reply.header('retry-after', String(decision.retryAfterSeconds));
-        return oauthError(
+        return oauthTooManyRequests(
           reply,
-          429,
-          'too_many_requests',
+          decision.retryAfterSeconds,
           'Too many client registrations from this address; try again later.',
         );
       }

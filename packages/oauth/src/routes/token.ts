@@ -1,4 +1,10 @@
-import { oauthError, randomToken, sha256Base64Url, verifyS256 } from '@mcp-identity/common';
+import {
+  oauthError,
+  oauthTooManyRequests,
+  randomToken,
+  sha256Base64Url,
+  verifyS256,
+} from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
@@ -191,8 +197,11 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
   app.post('/oauth/token', async (request, reply) => {
     const decision = await perIp.reserve(request.ip);
     if (!decision.allowed) {
-      reply.header('retry-after', String(decision.retryAfterSeconds));
-      return oauthError(reply, 429, 'too_many_requests', 'Too many token requests; slow down.');
+      return oauthTooManyRequests(
+        reply,
+        decision.retryAfterSeconds,
+        'Too many token requests; slow down.',
+      );
     }
     const contentType = request.headers['content-type'] ?? '';
     if (!contentType.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
