@@ -132,14 +132,14 @@ export class GroupStore {
   }
 
   /** The groups of each of `userIds` (one query for a whole page of users). */
-  groupsOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
-    const rows = statement(
+  groupsOfUsers(userIds: readonly string[]): Map<string, UserRef[]> {
+    return refsOfUsers(
       this.db,
       `SELECT m.user_id AS userId, g.id AS value, g.display_name AS display FROM group_members m
        JOIN groups_ g ON g.id = m.group_id WHERE m.user_id IN (SELECT value FROM json_each(?))
        ORDER BY g.display_name_lc`,
-    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
-    return groupByUser(rows);
+      userIds,
+    );
   }
 
   findByName(name: string): GroupRecord | undefined {
@@ -275,11 +275,20 @@ function readMembers(value: unknown): { value: string; display?: string }[] {
   });
 }
 
-/** `{userId, value, display}` rows as lists of `{value, display}` per user, in row order. */
-export function groupByUser(
-  rows: readonly { userId: string; value: string; display: string }[],
-): Map<string, { value: string; display: string }[]> {
-  const byUser = new Map<string, { value: string; display: string }[]>();
+/** A group or role as listed on a user. */
+export type UserRef = { value: string; display: string };
+
+/**
+ * The `{userId, value, display}` rows `sql` selects for the users (bound as a JSON array), as
+ * lists of `{value, display}` per user, in row order.
+ */
+export function refsOfUsers(
+  db: Db,
+  sql: string,
+  userIds: readonly string[],
+): Map<string, UserRef[]> {
+  const rows = statement(db, sql).all(JSON.stringify(userIds)) as (UserRef & { userId: string })[];
+  const byUser = new Map<string, UserRef[]>();
   for (const { userId, value, display } of rows) {
     const list = byUser.get(userId) ?? [];
     list.push({ value, display });

@@ -8,7 +8,7 @@ import {
   parseFilter,
   valueFilterPolicy,
 } from './filter.js';
-import { groupByUser } from './groups.js';
+import { refsOfUsers, type UserRef } from './groups.js';
 import type { PatchOperation } from './patch.js';
 
 /** The root organization every organization-audience role belongs to. */
@@ -217,14 +217,14 @@ export class RoleStore {
   }
 
   /** Roles of each of `userIds` (direct only), for the user representation. */
-  rolesOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
-    const rows = statement(
+  rolesOfUsers(userIds: readonly string[]): Map<string, UserRef[]> {
+    return refsOfUsers(
       this.db,
       `SELECT ru.user_id AS userId, r.id AS value, r.display_name AS display FROM role_users ru
        JOIN roles r ON r.id = ru.role_id WHERE ru.user_id IN (SELECT value FROM json_each(?))
        ORDER BY r.display_name`,
-    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
-    return groupByUser(rows);
+      userIds,
+    );
   }
 
   private applyOperation(role: RoleRecord, op: string, path: string, value: unknown): void {
