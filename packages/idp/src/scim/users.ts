@@ -206,18 +206,13 @@ export class UserStore {
     }
     if (!tree || !exact) return { total: answer.total, rows: this.rowsByIds(answer.ids) };
     const candidates = answer.ids;
-    const schema = this.schema();
-    const hits: Json[] = [];
-    let total = 0;
+    const result: SearchResult = { total: 0, rows: [] };
     for (let start = 0; start < candidates.length; start += CHECK_SLICE) {
       if (start > 0) await new Promise((resolve) => setImmediate(resolve));
-      for (const row of this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE))) {
-        if (!evaluate(tree, userSubject(row, schema))) continue;
-        total++;
-        if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
-      }
+      const slice = this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE));
+      this.collect(slice, tree, page, result);
     }
-    return { total, rows: hits };
+    return result;
   }
 
   /** The same search on the calling thread (in-memory databases, benchmark comparison). */
@@ -346,20 +341,22 @@ export class UserStore {
     return this.collect(rows, tree, page);
   }
 
+  /** Counts the rows that match into `result`, keeping those of the page (row order). */
   private collect(
-    rows: IterableIterator<UserRow>,
+    rows: Iterable<UserRow>,
     tree: FilterTree | undefined,
     page: Page,
+    result: SearchResult = { total: 0, rows: [] },
   ): SearchResult {
     const schema = this.schema();
-    const hits: Json[] = [];
-    let total = 0;
     for (const row of rows) {
       if (tree && !evaluate(tree, userSubject(row, schema))) continue;
-      total++;
-      if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
+      result.total++;
+      if (result.total >= page.startIndex && result.rows.length < page.count) {
+        result.rows.push(toRecord(row));
+      }
     }
-    return { total, rows: hits };
+    return result;
   }
 
   findByUserName(userName: string): { id: string; userName: string; kind: UserKind } | undefined {
