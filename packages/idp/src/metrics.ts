@@ -1,5 +1,4 @@
 import {
-  bearerToken,
   createMetricsRegistry,
   formField,
   instrumentHttp,
@@ -12,8 +11,8 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import type { TokenService } from './auth/tokens.js';
-import { valveError } from './scim/routes.js';
-import { decideAccess, findAccessRule } from './scim/scopes.js';
+import { admitBearer } from './scim/routes.js';
+import { findAccessRule } from './scim/scopes.js';
 
 const GRANT_TYPES = new Set(['authorization_code', 'client_credentials', 'refresh_token']);
 
@@ -91,15 +90,6 @@ function grantTypeOf(request: FastifyRequest): string {
 function requireMetricsScope(tokens: TokenService) {
   const rule = findAccessRule('GET', METRICS_PATH);
   if (!rule) throw new Error(`IdP route GET ${METRICS_PATH} has no access rule`);
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const token = bearerToken(request.headers.authorization);
-    const claims = token ? await tokens.verify(token) : undefined;
-    if (!claims) {
-      reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
-      return valveError(reply, 401);
-    }
-    const scopes = new Set(claims.scope.split(' ').filter(Boolean));
-    if (!decideAccess(rule, scopes).allowed) return valveError(reply, 403);
-    return undefined;
-  };
+  return async (request: FastifyRequest, reply: FastifyReply) =>
+    (await admitBearer(tokens, rule, request, reply)) ? undefined : reply;
 }

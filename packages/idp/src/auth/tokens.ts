@@ -94,10 +94,11 @@ export class TokenService {
 
   revoke(claims: AccessTokenClaims): void {
     const now = this.options.now();
-    this.db.prepare('DELETE FROM revoked_tokens WHERE expires_at < ?').run(now);
-    this.db
-      .prepare('INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?, ?)')
-      .run(claims.jti, claims.exp);
+    statement(this.db, 'DELETE FROM revoked_tokens WHERE expires_at < ?').run(now);
+    statement(this.db, 'INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?, ?)').run(
+      claims.jti,
+      claims.exp,
+    );
   }
 
   private isRevoked(jti: string): boolean {

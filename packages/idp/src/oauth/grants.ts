@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { randomToken, sha256Base64Url } from '@mcp-identity/common';
-import { type Db, inTransaction } from '../store/db.js';
+import { type Db, inTransaction, statement } from '../store/db.js';
 
 export type CodeGrant = {
   clientId: string;
@@ -74,23 +74,22 @@ export class GrantStore {
   issueCode(grant: Omit<CodeGrant, 'grantId'>): string {
     const code = randomToken(32);
     const now = this.options.now();
-    this.db.prepare('DELETE FROM auth_codes WHERE expires_at < ?').run(now);
-    this.db
-      .prepare(
-        `INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, grant_id, resource)
+    statement(this.db, 'DELETE FROM auth_codes WHERE expires_at < ?').run(now);
+    statement(
+      this.db,
+      `INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, scope, expires_at, grant_id, resource)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        sha256Base64Url(code),
-        grant.clientId,
-        grant.userId,
-        grant.redirectUri,
-        grant.codeChallenge,
-        grant.scope,
-        now + this.options.codeTtlSeconds,
-        randomUUID(),
-        grant.resource ?? null,
-      );
+    ).run(
+      sha256Base64Url(code),
+      grant.clientId,
+      grant.userId,
+      grant.redirectUri,
+      grant.codeChallenge,
+      grant.scope,
+      now + this.options.codeTtlSeconds,
+      randomUUID(),
+      grant.resource ?? null,
+    );
     return code;
   }
 
@@ -98,7 +97,7 @@ export class GrantStore {
   consumeCode(code: string): CodeRedemption {
     const hash = sha256Base64Url(code);
     return inTransaction(this.db, () => {
-      const row = this.db.prepare('SELECT * FROM auth_codes WHERE code_hash = ?').get(hash) as
+      const row = statement(this.db, 'SELECT * FROM auth_codes WHERE code_hash = ?').get(hash) as
         | CodeRow
         | undefined;
       if (!row) return { outcome: 'unknown' };
@@ -106,7 +105,7 @@ export class GrantStore {
         this.revokeFamily(row.grant_id);
         return { outcome: 'replayed' };
       }
-      this.db.prepare('UPDATE auth_codes SET redeemed = 1 WHERE code_hash = ?').run(hash);
+      statement(this.db, 'UPDATE auth_codes SET redeemed = 1 WHERE code_hash = ?').run(hash);
       if (row.expires_at < this.options.now()) return { outcome: 'unknown' };
       return {
         outcome: 'redeemed',
@@ -127,38 +126,38 @@ export class GrantStore {
     const token = randomToken(32);
     const now = this.options.now();
     const expiresAt = now + this.options.refreshTtlSeconds;
-    this.db.prepare('DELETE FROM refresh_tokens WHERE expires_at < ?').run(now);
-    this.db
-      .prepare(
-        'INSERT INTO refresh_tokens (token_hash, client_id, user_id, scope, expires_at, family_id, resource) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        sha256Base64Url(token),
-        grant.clientId,
-        grant.userId,
-        grant.scope,
-        expiresAt,
-        grant.familyId,
-        grant.resource ?? null,
-      );
+    statement(this.db, 'DELETE FROM refresh_tokens WHERE expires_at < ?').run(now);
+    statement(
+      this.db,
+      'INSERT INTO refresh_tokens (token_hash, client_id, user_id, scope, expires_at, family_id, resource) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ).run(
+      sha256Base64Url(token),
+      grant.clientId,
+      grant.userId,
+      grant.scope,
+      expiresAt,
+      grant.familyId,
+      grant.resource ?? null,
+    );
     return { token, expiresAt };
   }
 
   /** Records an access token issued in a family, so that revoking the family revokes it. */
   recordAccessToken(familyId: string, jti: string, expiresAt: number): void {
-    this.db
-      .prepare('DELETE FROM family_access_tokens WHERE expires_at < ?')
-      .run(this.options.now());
-    this.db
-      .prepare('INSERT INTO family_access_tokens (jti, family_id, expires_at) VALUES (?, ?, ?)')
-      .run(jti, familyId, expiresAt);
+    statement(this.db, 'DELETE FROM family_access_tokens WHERE expires_at < ?').run(
+      this.options.now(),
+    );
+    statement(
+      this.db,
+      'INSERT INTO family_access_tokens (jti, family_id, expires_at) VALUES (?, ?, ?)',
+    ).run(jti, familyId, expiresAt);
   }
 
   /** A live (unexpired, not yet rotated) refresh token, without changing it. */
   findRefreshToken(token: string): (RefreshGrant & { expiresAt: number }) | undefined {
-    const row = this.db
-      .prepare('SELECT * FROM refresh_tokens WHERE token_hash = ?')
-      .get(sha256Base64Url(token)) as RefreshRow | undefined;
+    const row = statement(this.db, 'SELECT * FROM refresh_tokens WHERE token_hash = ?').get(
+      sha256Base64Url(token),
+    ) as RefreshRow | undefined;
     if (!row || row.used || row.expires_at < this.options.now()) return undefined;
     return {
       clientId: row.client_id,
@@ -178,24 +177,25 @@ export class GrantStore {
   rotateRefreshToken(token: string): RefreshRotation {
     const hash = sha256Base64Url(token);
     return inTransaction(this.db, () => {
-      const row = this.db.prepare('SELECT * FROM refresh_tokens WHERE token_hash = ?').get(hash) as
-        | RefreshRow
-        | undefined;
+      const row = statement(this.db, 'SELECT * FROM refresh_tokens WHERE token_hash = ?').get(
+        hash,
+      ) as RefreshRow | undefined;
       if (!row || row.expires_at < this.options.now()) return { outcome: 'unknown' };
       if (row.used) {
         this.revokeFamily(row.family_id);
         return { outcome: 'reused' };
       }
-      this.db.prepare('UPDATE refresh_tokens SET used = 1 WHERE token_hash = ?').run(hash);
+      statement(this.db, 'UPDATE refresh_tokens SET used = 1 WHERE token_hash = ?').run(hash);
       return { outcome: 'rotated' };
     });
   }
 
   /** Revokes the family of a refresh token (the token's own client only; RFC 7009 §2.1). */
   revokeRefreshToken(token: string, clientId: string): void {
-    const row = this.db
-      .prepare('SELECT family_id FROM refresh_tokens WHERE token_hash = ? AND client_id = ?')
-      .get(sha256Base64Url(token), clientId) as { family_id: string } | undefined;
+    const row = statement(
+      this.db,
+      'SELECT family_id FROM refresh_tokens WHERE token_hash = ? AND client_id = ?',
+    ).get(sha256Base64Url(token), clientId) as { family_id: string } | undefined;
     if (row) this.revokeFamily(row.family_id);
   }
 
@@ -203,13 +203,12 @@ export class GrantStore {
   revokeFamily(familyId: string): void {
     // Deferred: inside a caller's transaction this nests as a savepoint.
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM refresh_tokens WHERE family_id = ?').run(familyId);
-      this.db
-        .prepare(
-          `INSERT OR IGNORE INTO revoked_tokens (jti, expires_at)
+      statement(this.db, 'DELETE FROM refresh_tokens WHERE family_id = ?').run(familyId);
+      statement(
+        this.db,
+        `INSERT OR IGNORE INTO revoked_tokens (jti, expires_at)
            SELECT jti, expires_at FROM family_access_tokens WHERE family_id = ?`,
-        )
-        .run(familyId);
+      ).run(familyId);
     })();
   }
 }

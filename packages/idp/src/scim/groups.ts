@@ -47,11 +47,10 @@ export class GroupStore {
     const at = this.now().toISOString();
     return inTransaction(this.db, () => {
       this.assertNameFree(displayName);
-      this.db
-        .prepare(
-          'INSERT INTO groups_ (id, display_name, display_name_lc, external_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?)',
-        )
-        .run(id, displayName, displayName.toLowerCase(), externalId, at, at);
+      statement(
+        this.db,
+        'INSERT INTO groups_ (id, display_name, display_name_lc, external_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(id, displayName, displayName.toLowerCase(), externalId, at, at);
       this.addMembers(id, readMembers(body.members ?? []));
       return this.get(id);
     });
@@ -64,7 +63,7 @@ export class GroupStore {
   }
 
   find(id: string): GroupRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM groups_ WHERE id = ?').get(id) as
+    const row = statement(this.db, 'SELECT * FROM groups_ WHERE id = ?').get(id) as
       | {
           id: string;
           display_name: string;
@@ -74,12 +73,11 @@ export class GroupStore {
         }
       | undefined;
     if (!row) return undefined;
-    const members = this.db
-      .prepare(
-        `SELECT u.id AS value, u.user_name AS display, u.kind AS kind FROM group_members m
+    const members = statement(
+      this.db,
+      `SELECT u.id AS value, u.user_name AS display, u.kind AS kind FROM group_members m
          JOIN users u ON u.id = m.user_id WHERE m.group_id = ? ORDER BY u.user_name_lc`,
-      )
-      .all(id) as Member[];
+    ).all(id) as Member[];
     return {
       id: row.id,
       displayName: row.display_name,
@@ -91,7 +89,9 @@ export class GroupStore {
   }
 
   list(tree: FilterTree | undefined): GroupRecord[] {
-    const ids = this.db.prepare('SELECT id FROM groups_ ORDER BY rowid').all() as { id: string }[];
+    const ids = statement(this.db, 'SELECT id FROM groups_ ORDER BY rowid').all() as {
+      id: string;
+    }[];
     const groups = ids.map(({ id }) => this.find(id)!);
     return tree ? groups.filter((g) => evaluate(tree, groupSubject(g))) : groups;
   }
@@ -103,7 +103,7 @@ export class GroupStore {
       if (!group) throw notFound(`No group with the id : ${id} in the user store.`);
       if (body.displayName !== undefined) this.rename(group, body.displayName);
       this.setExternalId(id, readExternalId(body.externalId));
-      this.db.prepare('DELETE FROM group_members WHERE group_id = ?').run(id);
+      statement(this.db, 'DELETE FROM group_members WHERE group_id = ?').run(id);
       this.addMembers(id, readMembers(body.members ?? []));
       this.touch(id);
       return this.get(id);
@@ -126,26 +126,26 @@ export class GroupStore {
   }
 
   delete(id: string): void {
-    if (this.db.prepare('DELETE FROM groups_ WHERE id = ?').run(id).changes === 0) {
+    if (statement(this.db, 'DELETE FROM groups_ WHERE id = ?').run(id).changes === 0) {
       throw notFound('Specified resource (e.g., Group) or endpoint does not exist.');
     }
   }
 
   /** The groups of each of `userIds` (one query for a whole page of users). */
-  groupsOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
-    const rows = statement(
+  groupsOfUsers(userIds: readonly string[]): Map<string, UserRef[]> {
+    return refsOfUsers(
       this.db,
       `SELECT m.user_id AS userId, g.id AS value, g.display_name AS display FROM group_members m
        JOIN groups_ g ON g.id = m.group_id WHERE m.user_id IN (SELECT value FROM json_each(?))
        ORDER BY g.display_name_lc`,
-    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
-    return groupByUser(rows);
+      userIds,
+    );
   }
 
   findByName(name: string): GroupRecord | undefined {
-    const row = this.db
-      .prepare('SELECT id FROM groups_ WHERE display_name_lc = ?')
-      .get(name.toLowerCase()) as { id: string } | undefined;
+    const row = statement(this.db, 'SELECT id FROM groups_ WHERE display_name_lc = ?').get(
+      name.toLowerCase(),
+    ) as { id: string } | undefined;
     return row ? this.find(row.id) : undefined;
   }
 
@@ -171,7 +171,7 @@ export class GroupStore {
       }
       const members = readMembers(value);
       if (op === 'replace') {
-        this.db.prepare('DELETE FROM group_members WHERE group_id = ?').run(group.id);
+        statement(this.db, 'DELETE FROM group_members WHERE group_id = ?').run(group.id);
       }
       this.addMembers(group.id, members);
       return;
@@ -189,17 +189,21 @@ export class GroupStore {
   }
 
   private removeMembers(groupId: string, members: readonly Member[]): void {
-    const remove = this.db.prepare('DELETE FROM group_members WHERE group_id = ? AND user_id = ?');
+    const remove = statement(
+      this.db,
+      'DELETE FROM group_members WHERE group_id = ? AND user_id = ?',
+    );
     for (const member of members) remove.run(groupId, member.value);
   }
 
   private setExternalId(groupId: string, externalId: string | null): void {
-    this.db.prepare('UPDATE groups_ SET external_id = ? WHERE id = ?').run(externalId, groupId);
+    statement(this.db, 'UPDATE groups_ SET external_id = ? WHERE id = ?').run(externalId, groupId);
   }
 
   private addMembers(groupId: string, members: { value: string; display?: string }[]): void {
-    const lookup = this.db.prepare('SELECT id, user_name FROM users WHERE id = ?');
-    const insert = this.db.prepare(
+    const lookup = statement(this.db, 'SELECT id, user_name FROM users WHERE id = ?');
+    const insert = statement(
+      this.db,
       'INSERT OR IGNORE INTO group_members (group_id, user_id) VALUES (?, ?)',
     );
     for (const member of members) {
@@ -220,21 +224,24 @@ export class GroupStore {
   private rename(group: GroupRecord, value: unknown): void {
     const name = checkName(value);
     if (name.toLowerCase() !== group.displayName.toLowerCase()) this.assertNameFree(name);
-    this.db
-      .prepare('UPDATE groups_ SET display_name = ?, display_name_lc = ? WHERE id = ?')
-      .run(name, name.toLowerCase(), group.id);
+    statement(this.db, 'UPDATE groups_ SET display_name = ?, display_name_lc = ? WHERE id = ?').run(
+      name,
+      name.toLowerCase(),
+      group.id,
+    );
     group.displayName = name;
   }
 
   private touch(id: string): void {
-    this.db
-      .prepare('UPDATE groups_ SET modified_at = ? WHERE id = ?')
-      .run(this.now().toISOString(), id);
+    statement(this.db, 'UPDATE groups_ SET modified_at = ? WHERE id = ?').run(
+      this.now().toISOString(),
+      id,
+    );
   }
 
   private assertNameFree(name: string): void {
     if (
-      this.db.prepare('SELECT 1 FROM groups_ WHERE display_name_lc = ?').get(name.toLowerCase())
+      statement(this.db, 'SELECT 1 FROM groups_ WHERE display_name_lc = ?').get(name.toLowerCase())
     ) {
       throw conflict(`Group with name: ${name} already exists in the system.`);
     }
@@ -268,11 +275,20 @@ function readMembers(value: unknown): { value: string; display?: string }[] {
   });
 }
 
-/** `{userId, value, display}` rows as lists of `{value, display}` per user, in row order. */
-export function groupByUser(
-  rows: readonly { userId: string; value: string; display: string }[],
-): Map<string, { value: string; display: string }[]> {
-  const byUser = new Map<string, { value: string; display: string }[]>();
+/** A group or role as listed on a user. */
+export type UserRef = { value: string; display: string };
+
+/**
+ * The `{userId, value, display}` rows `sql` selects for the users (bound as a JSON array), as
+ * lists of `{value, display}` per user, in row order.
+ */
+export function refsOfUsers(
+  db: Db,
+  sql: string,
+  userIds: readonly string[],
+): Map<string, UserRef[]> {
+  const rows = statement(db, sql).all(JSON.stringify(userIds)) as (UserRef & { userId: string })[];
+  const byUser = new Map<string, UserRef[]>();
   for (const { userId, value, display } of rows) {
     const list = byUser.get(userId) ?? [];
     list.push({ value, display });

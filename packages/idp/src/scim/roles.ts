@@ -8,7 +8,7 @@ import {
   parseFilter,
   valueFilterPolicy,
 } from './filter.js';
-import { groupByUser } from './groups.js';
+import { refsOfUsers, type UserRef } from './groups.js';
 import type { PatchOperation } from './patch.js';
 
 /** The root organization every organization-audience role belongs to. */
@@ -85,12 +85,11 @@ export class RoleStore {
     const at = this.now().toISOString();
     return inTransaction(this.db, () => {
       this.assertNameFree(displayName, audience);
-      this.db
-        .prepare(
-          `INSERT INTO roles (id, display_name, audience_type, audience_value, created_at, modified_at)
+      statement(
+        this.db,
+        `INSERT INTO roles (id, display_name, audience_type, audience_value, created_at, modified_at)
            VALUES (?, ?, ?, ?, ?, ?)`,
-        )
-        .run(id, displayName, audience.type, audience.value, at, at);
+      ).run(id, displayName, audience.type, audience.value, at, at);
       this.add(id, 'users', body.users ?? []);
       this.add(id, 'groups', body.groups ?? []);
       this.add(id, 'permissions', body.permissions ?? []);
@@ -109,7 +108,7 @@ export class RoleStore {
   }
 
   find(id: string): RoleRecord | undefined {
-    const row = this.db.prepare('SELECT * FROM roles WHERE id = ?').get(id) as
+    const row = statement(this.db, 'SELECT * FROM roles WHERE id = ?').get(id) as
       | {
           id: string;
           display_name: string;
@@ -120,22 +119,20 @@ export class RoleStore {
         }
       | undefined;
     if (!row) return undefined;
-    const users = this.db
-      .prepare(
-        `SELECT u.id AS value, u.user_name AS display FROM role_users r JOIN users u ON u.id = r.user_id
+    const users = statement(
+      this.db,
+      `SELECT u.id AS value, u.user_name AS display FROM role_users r JOIN users u ON u.id = r.user_id
          WHERE r.role_id = ? ORDER BY u.user_name_lc`,
-      )
-      .all(id) as RoleRecord['users'];
-    const groups = this.db
-      .prepare(
-        `SELECT g.id AS value, g.display_name AS display FROM role_groups r JOIN groups_ g ON g.id = r.group_id
+    ).all(id) as RoleRecord['users'];
+    const groups = statement(
+      this.db,
+      `SELECT g.id AS value, g.display_name AS display FROM role_groups r JOIN groups_ g ON g.id = r.group_id
          WHERE r.role_id = ? ORDER BY g.display_name_lc`,
-      )
-      .all(id) as RoleRecord['groups'];
+    ).all(id) as RoleRecord['groups'];
     const permissions = (
-      this.db
-        .prepare('SELECT scope FROM role_permissions WHERE role_id = ? ORDER BY scope')
-        .all(id) as { scope: string }[]
+      statement(this.db, 'SELECT scope FROM role_permissions WHERE role_id = ? ORDER BY scope').all(
+        id,
+      ) as { scope: string }[]
     ).map((p) => p.scope);
     return {
       id: row.id,
@@ -150,7 +147,7 @@ export class RoleStore {
   }
 
   list(tree?: FilterTree): RoleRecord[] {
-    const ids = this.db.prepare('SELECT id FROM roles ORDER BY rowid').all() as { id: string }[];
+    const ids = statement(this.db, 'SELECT id FROM roles ORDER BY rowid').all() as { id: string }[];
     const roles = ids.map(({ id }) => this.find(id)!);
     if (!tree) return roles;
     return roles.filter((r) =>
@@ -159,9 +156,10 @@ export class RoleStore {
   }
 
   findByName(name: string): RoleRecord | undefined {
-    const row = this.db
-      .prepare("SELECT id FROM roles WHERE display_name = ? AND audience_type = 'organization'")
-      .get(name) as { id: string } | undefined;
+    const row = statement(
+      this.db,
+      "SELECT id FROM roles WHERE display_name = ? AND audience_type = 'organization'",
+    ).get(name) as { id: string } | undefined;
     return row ? this.find(row.id) : undefined;
   }
 
@@ -199,7 +197,7 @@ export class RoleStore {
   }
 
   delete(id: string): void {
-    if (this.db.prepare('DELETE FROM roles WHERE id = ?').run(id).changes === 0) {
+    if (statement(this.db, 'DELETE FROM roles WHERE id = ?').run(id).changes === 0) {
       throw notFound(
         `A role doesn't exist with id: ${id} in the tenantDomain: ${ROOT_ORGANIZATION.name}`,
       );
@@ -208,26 +206,25 @@ export class RoleStore {
 
   /** Scopes granted to a user through roles assigned directly or through groups. */
   permissionsOfUser(userId: string): Set<string> {
-    const rows = this.db
-      .prepare(
-        `SELECT p.scope FROM role_permissions p WHERE p.role_id IN (
+    const rows = statement(
+      this.db,
+      `SELECT p.scope FROM role_permissions p WHERE p.role_id IN (
            SELECT role_id FROM role_users WHERE user_id = ?
            UNION SELECT rg.role_id FROM role_groups rg JOIN group_members gm ON gm.group_id = rg.group_id
            WHERE gm.user_id = ?)`,
-      )
-      .all(userId, userId) as { scope: string }[];
+    ).all(userId, userId) as { scope: string }[];
     return new Set(rows.map((r) => r.scope));
   }
 
   /** Roles of each of `userIds` (direct only), for the user representation. */
-  rolesOfUsers(userIds: readonly string[]): Map<string, { value: string; display: string }[]> {
-    const rows = statement(
+  rolesOfUsers(userIds: readonly string[]): Map<string, UserRef[]> {
+    return refsOfUsers(
       this.db,
       `SELECT ru.user_id AS userId, r.id AS value, r.display_name AS display FROM role_users ru
        JOIN roles r ON r.id = ru.role_id WHERE ru.user_id IN (SELECT value FROM json_each(?))
        ORDER BY r.display_name`,
-    ).all(JSON.stringify(userIds)) as { userId: string; value: string; display: string }[];
-    return groupByUser(rows);
+      userIds,
+    );
   }
 
   private applyOperation(role: RoleRecord, op: string, path: string, value: unknown): void {
@@ -288,20 +285,20 @@ export class RoleStore {
         throw badRequest(`Each entry of ${section} needs a value.`);
       }
       if (section === 'users') {
-        if (!this.db.prepare('SELECT 1 FROM users WHERE id = ?').get(ref)) {
+        if (!statement(this.db, 'SELECT 1 FROM users WHERE id = ?').get(ref)) {
           throw badRequest(`User id: ${ref} does not exist.`);
         }
-        this.db.prepare('INSERT OR IGNORE INTO role_users VALUES (?, ?)').run(roleId, ref);
+        statement(this.db, 'INSERT OR IGNORE INTO role_users VALUES (?, ?)').run(roleId, ref);
       } else if (section === 'groups') {
-        if (!this.db.prepare('SELECT 1 FROM groups_ WHERE id = ?').get(ref)) {
+        if (!statement(this.db, 'SELECT 1 FROM groups_ WHERE id = ?').get(ref)) {
           throw badRequest(`Group id: ${ref} does not exist.`);
         }
-        this.db.prepare('INSERT OR IGNORE INTO role_groups VALUES (?, ?)').run(roleId, ref);
+        statement(this.db, 'INSERT OR IGNORE INTO role_groups VALUES (?, ?)').run(roleId, ref);
       } else {
         if (!this.options.knownScopes().has(ref)) {
           throw badRequest(`Permission: ${ref} not found.`);
         }
-        this.db.prepare('INSERT OR IGNORE INTO role_permissions VALUES (?, ?)').run(roleId, ref);
+        statement(this.db, 'INSERT OR IGNORE INTO role_permissions VALUES (?, ?)').run(roleId, ref);
       }
     }
   }
@@ -312,35 +309,35 @@ export class RoleStore {
       groups: 'DELETE FROM role_groups WHERE role_id = ? AND group_id = ?',
       permissions: 'DELETE FROM role_permissions WHERE role_id = ? AND scope = ?',
     }[section];
-    this.db.prepare(sql).run(roleId, ref);
+    statement(this.db, sql).run(roleId, ref);
   }
 
   private clear(roleId: string, section: RoleSection): void {
     const table = { users: 'role_users', groups: 'role_groups', permissions: 'role_permissions' }[
       section
     ];
-    this.db.prepare(`DELETE FROM ${table} WHERE role_id = ?`).run(roleId);
+    statement(this.db, `DELETE FROM ${table} WHERE role_id = ?`).run(roleId);
   }
 
   private rename(role: RoleRecord, value: unknown): void {
     const name = checkName(value);
     if (name !== role.displayName) this.assertNameFree(name, role.audience);
-    this.db.prepare('UPDATE roles SET display_name = ? WHERE id = ?').run(name, role.id);
+    statement(this.db, 'UPDATE roles SET display_name = ? WHERE id = ?').run(name, role.id);
     role.displayName = name;
   }
 
   private touch(id: string): void {
-    this.db
-      .prepare('UPDATE roles SET modified_at = ? WHERE id = ?')
-      .run(this.now().toISOString(), id);
+    statement(this.db, 'UPDATE roles SET modified_at = ? WHERE id = ?').run(
+      this.now().toISOString(),
+      id,
+    );
   }
 
   private assertNameFree(name: string, audience: RoleAudience): void {
-    const taken = this.db
-      .prepare(
-        'SELECT 1 FROM roles WHERE display_name = ? AND audience_type = ? AND audience_value = ?',
-      )
-      .get(name, audience.type, audience.value);
+    const taken = statement(
+      this.db,
+      'SELECT 1 FROM roles WHERE display_name = ? AND audience_type = ? AND audience_value = ?',
+    ).get(name, audience.type, audience.value);
     if (taken) {
       throw conflict(
         `Role already exist for the role name: ${name} audience: ${audience.type} audienceId: ${audience.value}`,

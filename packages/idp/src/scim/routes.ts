@@ -21,7 +21,7 @@ import { assertSelfServicePatch, selfServiceReplacement } from './me.js';
 import { readPatchOperations } from './patch.js';
 import { projectBody, readProjection } from './projection.js';
 import type { Locations, RoleApi } from './render.js';
-import { type AccessRule, decideAccess, findAccessRule } from './scopes.js';
+import { type AccessDecision, type AccessRule, decideAccess, findAccessRule } from './scopes.js';
 import { type Access, type ListQuery, type ScimResponse, ScimService } from './service.js';
 import { CORE_USER_ATTRIBUTES } from './user-schema.js';
 import type { UserKind } from './users.js';
@@ -60,14 +60,9 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
       : findAccessRule(request.method, request.routeOptions.url ?? '');
     if (!rule) return valveError(reply, 403);
     if (!rule.secured) return;
-    const token = bearerToken(request.headers.authorization);
-    const claims = token ? await tokens.verify(token) : undefined;
-    if (!claims) {
-      reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
-      return valveError(reply, 401);
-    }
-    const decision = decideAccess(rule, new Set(claims.scope.split(' ').filter(Boolean)));
-    if (!decision.allowed) return valveError(reply, 403);
+    const admitted = await admitBearer(tokens, rule, request, reply);
+    if (!admitted) return reply;
+    const { claims, decision } = admitted;
     // Read from the database only by the writes that grant something.
     let held: ReadonlySet<string> | undefined;
     access.set(request, {
@@ -261,8 +256,35 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
 /** Requests that matched no route: a valid token, then the SCIM 404. */
 const NOT_FOUND_RULE: AccessRule = { route: '', methods: [], scopes: [], secured: true };
 
+/**
+ * The valve's check of a secured rule: a bearer token the IdP issued, holding the rule's scopes.
+ * Undefined once it has answered 401 (no valid token) or 403 (scopes short of the rule).
+ */
+export async function admitBearer(
+  tokens: TokenService,
+  rule: AccessRule,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<
+  { claims: AccessTokenClaims; decision: AccessDecision & { allowed: true } } | undefined
+> {
+  const token = bearerToken(request.headers.authorization);
+  const claims = token ? await tokens.verify(token) : undefined;
+  if (!claims) {
+    reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
+    valveError(reply, 401);
+    return undefined;
+  }
+  const decision = decideAccess(rule, new Set(claims.scope.split(' ').filter(Boolean)));
+  if (!decision.allowed) {
+    valveError(reply, 403);
+    return undefined;
+  }
+  return { claims, decision };
+}
+
 /** WSO2's valve answers (plain JSON, numeric status). */
-export function valveError(reply: FastifyReply, status: 401 | 403): FastifyReply {
+function valveError(reply: FastifyReply, status: 401 | 403): FastifyReply {
   return reply
     .code(status)
     .header('content-type', VALVE_CONTENT_TYPE)

@@ -73,9 +73,10 @@ export class UserStore {
 
   schema(): UserSchema {
     if (!this.schemaCache) {
-      const custom = this.db
-        .prepare('SELECT name, type FROM custom_attributes ORDER BY name')
-        .all() as CustomAttribute[];
+      const custom = statement(
+        this.db,
+        'SELECT name, type FROM custom_attributes ORDER BY name',
+      ).all() as CustomAttribute[];
       this.schemaCache = new UserSchema(custom);
     }
     return this.schemaCache;
@@ -86,11 +87,10 @@ export class UserStore {
     if (!/^[A-Za-z][\w-]*$/.test(attribute.name)) {
       throw new Error(`Invalid custom attribute name: ${attribute.name}`);
     }
-    this.db
-      .prepare(
-        'INSERT INTO custom_attributes (name, type) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET type = excluded.type',
-      )
-      .run(attribute.name, attribute.type);
+    statement(
+      this.db,
+      'INSERT INTO custom_attributes (name, type) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET type = excluded.type',
+    ).run(attribute.name, attribute.type);
     this.schemaCache = undefined;
   }
 
@@ -107,21 +107,20 @@ export class UserStore {
     const at = this.now().toISOString();
     inTransaction(this.db, () => {
       this.assertUserNameFree(doc.userName as string, kind);
-      this.db
-        .prepare(
-          `INSERT INTO users (id, kind, user_name, user_name_lc, password_hash, doc, created_at, modified_at)
+      statement(
+        this.db,
+        `INSERT INTO users (id, kind, user_name, user_name_lc, password_hash, doc, created_at, modified_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          id,
-          kind,
-          doc.userName,
-          (doc.userName as string).toLowerCase(),
-          passwordHash,
-          JSON.stringify(doc),
-          at,
-          at,
-        );
+      ).run(
+        id,
+        kind,
+        doc.userName,
+        (doc.userName as string).toLowerCase(),
+        passwordHash,
+        JSON.stringify(doc),
+        at,
+        at,
+      );
       this.writeIndex(id, kind, doc);
     });
     const row = this.getRow(kind, id)!;
@@ -176,7 +175,7 @@ export class UserStore {
 
   delete(kind: UserKind, id: string): void {
     this.clearSearchCaches();
-    const changes = this.db.prepare('DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
+    const changes = statement(this.db, 'DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
     if (changes.changes === 0) {
       throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
     }
@@ -207,18 +206,13 @@ export class UserStore {
     }
     if (!tree || !exact) return { total: answer.total, rows: this.rowsByIds(answer.ids) };
     const candidates = answer.ids;
-    const schema = this.schema();
-    const hits: Json[] = [];
-    let total = 0;
+    const result: SearchResult = { total: 0, rows: [] };
     for (let start = 0; start < candidates.length; start += CHECK_SLICE) {
       if (start > 0) await new Promise((resolve) => setImmediate(resolve));
-      for (const row of this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE))) {
-        if (!evaluate(tree, userSubject(row, schema))) continue;
-        total++;
-        if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
-      }
+      const slice = this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE));
+      this.collect(slice, tree, page, result);
     }
-    return { total, rows: hits };
+    return result;
   }
 
   /** The same search on the calling thread (in-memory databases, benchmark comparison). */
@@ -347,26 +341,29 @@ export class UserStore {
     return this.collect(rows, tree, page);
   }
 
+  /** Counts the rows that match into `result`, keeping those of the page (row order). */
   private collect(
-    rows: IterableIterator<UserRow>,
+    rows: Iterable<UserRow>,
     tree: FilterTree | undefined,
     page: Page,
+    result: SearchResult = { total: 0, rows: [] },
   ): SearchResult {
     const schema = this.schema();
-    const hits: Json[] = [];
-    let total = 0;
     for (const row of rows) {
       if (tree && !evaluate(tree, userSubject(row, schema))) continue;
-      total++;
-      if (total >= page.startIndex && hits.length < page.count) hits.push(toRecord(row));
+      result.total++;
+      if (result.total >= page.startIndex && result.rows.length < page.count) {
+        result.rows.push(toRecord(row));
+      }
     }
-    return { total, rows: hits };
+    return result;
   }
 
   findByUserName(userName: string): { id: string; userName: string; kind: UserKind } | undefined {
-    const row = this.db
-      .prepare('SELECT id, user_name, kind FROM users WHERE user_name_lc = ?')
-      .get(userName.toLowerCase()) as { id: string; user_name: string; kind: UserKind } | undefined;
+    const row = statement(
+      this.db,
+      'SELECT id, user_name, kind FROM users WHERE user_name_lc = ?',
+    ).get(userName.toLowerCase()) as { id: string; user_name: string; kind: UserKind } | undefined;
     return row ? { id: row.id, userName: row.user_name, kind: row.kind } : undefined;
   }
 
@@ -379,9 +376,10 @@ export class UserStore {
     password: string,
     verify: (secret: string, stored: string) => Promise<boolean> = verifySecret,
   ): Promise<string | undefined> {
-    const row = this.db
-      .prepare("SELECT id, password_hash FROM users WHERE user_name_lc = ? AND kind = 'user'")
-      .get(userName.toLowerCase()) as { id: string; password_hash: string | null } | undefined;
+    const row = statement(
+      this.db,
+      "SELECT id, password_hash FROM users WHERE user_name_lc = ? AND kind = 'user'",
+    ).get(userName.toLowerCase()) as { id: string; password_hash: string | null } | undefined;
     const usable = row?.password_hash && this.getRow('user', row.id)?.active !== false;
     if (!usable) {
       this.dummyHash ??= hashSecret(randomUUID());
@@ -394,7 +392,8 @@ export class UserStore {
   /** Inserts many users in one transaction without passwords (benchmark seeding). */
   seed(docs: readonly Json[]): void {
     const at = this.now().toISOString();
-    const insert = this.db.prepare(
+    const insert = statement(
+      this.db,
       `INSERT INTO users (id, kind, user_name, user_name_lc, password_hash, doc, created_at, modified_at)
        VALUES (?, 'user', ?, ?, NULL, ?, ?, ?)`,
     );
@@ -417,18 +416,18 @@ export class UserStore {
 
   private writeRow(kind: UserKind, id: string, doc: Json, passwordHash: string | undefined): void {
     const at = this.now().toISOString();
-    this.db
-      .prepare(
-        'UPDATE users SET doc = ?, modified_at = ?, password_hash = coalesce(?, password_hash) WHERE id = ?',
-      )
-      .run(JSON.stringify(doc), at, passwordHash ?? null, id);
+    statement(
+      this.db,
+      'UPDATE users SET doc = ?, modified_at = ?, password_hash = coalesce(?, password_hash) WHERE id = ?',
+    ).run(JSON.stringify(doc), at, passwordHash ?? null, id);
     this.writeIndex(id, kind, doc);
   }
 
   private writeIndex(id: string, kind: UserKind, doc: Json): void {
     this.clearSearchCaches();
-    this.db.prepare('DELETE FROM user_attrs WHERE user_id = ?').run(id);
-    const insert = this.db.prepare(
+    statement(this.db, 'DELETE FROM user_attrs WHERE user_id = ?').run(id);
+    const insert = statement(
+      this.db,
       'INSERT INTO user_attrs (user_id, kind, name, value) VALUES (?, ?, ?, ?)',
     );
     for (const [name, value] of indexedValues(doc, this.schema())) {

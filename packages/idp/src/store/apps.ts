@@ -116,21 +116,20 @@ export class AppStore {
     if (this.get(clientId)) throw new AppError(`Application with client id ${clientId} exists`);
     const clientSecret = input.public ? undefined : (input.clientSecret ?? randomToken(32));
     const secretHash = clientSecret === undefined ? null : await hashSecret(clientSecret);
-    this.db
-      .prepare(
-        `INSERT INTO apps (client_id, name, secret_hash, grant_types, scopes, redirect_uris, dynamic, created_at)
+    statement(
+      this.db,
+      `INSERT INTO apps (client_id, name, secret_hash, grant_types, scopes, redirect_uris, dynamic, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        clientId,
-        input.name,
-        secretHash,
-        JSON.stringify(grantTypes),
-        JSON.stringify(input.scopes ?? []),
-        JSON.stringify(input.redirectUris ?? []),
-        input.dynamic ? 1 : 0,
-        Math.floor(Date.now() / 1000),
-      );
+    ).run(
+      clientId,
+      input.name,
+      secretHash,
+      JSON.stringify(grantTypes),
+      JSON.stringify(input.scopes ?? []),
+      JSON.stringify(input.redirectUris ?? []),
+      input.dynamic ? 1 : 0,
+      Math.floor(Date.now() / 1000),
+    );
     const app = this.get(clientId)!;
     return clientSecret === undefined ? { app } : { app, clientSecret };
   }
@@ -143,19 +142,22 @@ export class AppStore {
   }
 
   list(): Application[] {
-    const rows = this.db.prepare('SELECT * FROM apps ORDER BY created_at, name').all() as AppRow[];
+    const rows = statement(
+      this.db,
+      'SELECT * FROM apps ORDER BY created_at, name',
+    ).all() as AppRow[];
     return rows.map(toApplication);
   }
 
   /** Clients registered through RFC 7591 (bounded by the registration endpoint). */
   countDynamic(): number {
     return (
-      this.db.prepare('SELECT count(*) AS n FROM apps WHERE dynamic = 1').get() as { n: number }
+      statement(this.db, 'SELECT count(*) AS n FROM apps WHERE dynamic = 1').get() as { n: number }
     ).n;
   }
 
   delete(clientId: string): boolean {
-    return this.db.prepare('DELETE FROM apps WHERE client_id = ?').run(clientId).changes > 0;
+    return statement(this.db, 'DELETE FROM apps WHERE client_id = ?').run(clientId).changes > 0;
   }
 
   /** Updates the scopes, grant types and redirect URIs of an existing application. */
@@ -166,17 +168,16 @@ export class AppStore {
     const app = this.get(clientId);
     if (!app) throw new AppError(`No application with client id ${clientId}`);
     checkRedirectUris(input.redirectUris);
-    this.db
-      .prepare(
-        'UPDATE apps SET name = ?, grant_types = ?, scopes = ?, redirect_uris = ? WHERE client_id = ?',
-      )
-      .run(
-        input.name ?? app.name,
-        JSON.stringify(input.grantTypes ?? app.grantTypes),
-        JSON.stringify(input.scopes ?? app.scopes),
-        JSON.stringify(input.redirectUris ?? app.redirectUris),
-        clientId,
-      );
+    statement(
+      this.db,
+      'UPDATE apps SET name = ?, grant_types = ?, scopes = ?, redirect_uris = ? WHERE client_id = ?',
+    ).run(
+      input.name ?? app.name,
+      JSON.stringify(input.grantTypes ?? app.grantTypes),
+      JSON.stringify(input.scopes ?? app.scopes),
+      JSON.stringify(input.redirectUris ?? app.redirectUris),
+      clientId,
+    );
   }
 
   /** Replaces the secret of a confidential application; the new secret is returned once. */
@@ -185,9 +186,10 @@ export class AppStore {
     if (!app) throw new AppError(`No application with client id ${clientId}`);
     if (!app.confidential) throw new AppError(`Application ${clientId} is a public client`);
     const secret = newSecret ?? randomToken(32);
-    this.db
-      .prepare('UPDATE apps SET secret_hash = ? WHERE client_id = ?')
-      .run(await hashSecret(secret), clientId);
+    statement(this.db, 'UPDATE apps SET secret_hash = ? WHERE client_id = ?').run(
+      await hashSecret(secret),
+      clientId,
+    );
     return secret;
   }
 

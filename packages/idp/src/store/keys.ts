@@ -32,12 +32,11 @@ export class KeyStore {
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
     const at = this.now();
     this.db.transaction(() => {
-      this.db.prepare('UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL').run(at);
-      this.db
-        .prepare(
-          'INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at) VALUES (?, ?, ?, ?)',
-        )
-        .run(kid, JSON.stringify(privateJwk), JSON.stringify(publicJwk), at);
+      statement(this.db, 'UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL').run(at);
+      statement(
+        this.db,
+        'INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at) VALUES (?, ?, ?, ?)',
+      ).run(kid, JSON.stringify(privateJwk), JSON.stringify(publicJwk), at);
     })();
     return kid;
   }

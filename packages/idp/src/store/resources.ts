@@ -1,6 +1,6 @@
 import { KNOWN_SCOPES } from '../scim/scopes.js';
 import type { Application } from './apps.js';
-import type { Db } from './db.js';
+import { type Db, statement } from './db.js';
 
 /**
  * An API resource (RFC 8707 resource indicator): a protected resource, such as the gateway's
@@ -66,42 +66,43 @@ export class ApiResourceStore {
   constructor(private readonly db: Db) {}
 
   list(): ApiResource[] {
-    const rows = this.db
-      .prepare('SELECT * FROM api_resources ORDER BY identifier')
-      .all() as ResourceRow[];
+    const rows = statement(
+      this.db,
+      'SELECT * FROM api_resources ORDER BY identifier',
+    ).all() as ResourceRow[];
     return rows.map(toResource);
   }
 
   get(identifier: string): ApiResource | undefined {
-    const row = this.db
-      .prepare('SELECT * FROM api_resources WHERE identifier = ?')
-      .get(identifier) as ResourceRow | undefined;
+    const row = statement(this.db, 'SELECT * FROM api_resources WHERE identifier = ?').get(
+      identifier,
+    ) as ResourceRow | undefined;
     return row ? toResource(row) : undefined;
   }
 
   /** Creates the resource, or replaces the definition of an existing one. */
   put(input: ApiResource): ApiResource {
     const resource = validateApiResource(input);
-    this.db
-      .prepare(
-        `INSERT INTO api_resources (identifier, name, scopes, dynamic_clients, applications)
+    statement(
+      this.db,
+      `INSERT INTO api_resources (identifier, name, scopes, dynamic_clients, applications)
          VALUES (?, ?, ?, ?, ?)
          ON CONFLICT(identifier) DO UPDATE SET name = excluded.name, scopes = excluded.scopes,
            dynamic_clients = excluded.dynamic_clients, applications = excluded.applications`,
-      )
-      .run(
-        resource.identifier,
-        resource.name,
-        JSON.stringify(resource.scopes),
-        resource.dynamicClients ? 1 : 0,
-        JSON.stringify(resource.applications),
-      );
+    ).run(
+      resource.identifier,
+      resource.name,
+      JSON.stringify(resource.scopes),
+      resource.dynamicClients ? 1 : 0,
+      JSON.stringify(resource.applications),
+    );
     return resource;
   }
 
   delete(identifier: string): boolean {
     return (
-      this.db.prepare('DELETE FROM api_resources WHERE identifier = ?').run(identifier).changes > 0
+      statement(this.db, 'DELETE FROM api_resources WHERE identifier = ?').run(identifier).changes >
+      0
     );
   }
 }
