@@ -49,7 +49,8 @@ export class ProxyConflictError extends Error {
   }
 }
 
-interface Row {
+/** A `mcp_proxies` row as both stores read it. */
+export interface ProxyRow {
   id: string;
   definition: string;
   created_at: string;
@@ -57,7 +58,7 @@ interface Row {
   deployed_at: string | null;
 }
 
-export const proxyFromRow = (row: Row): StoredProxy => ({
+export const proxyFromRow = (row: ProxyRow): StoredProxy => ({
   id: row.id,
   definition: JSON.parse(row.definition) as McpProxyDefinition,
   createdAt: row.created_at,
@@ -73,8 +74,8 @@ export class SqliteProxyStore implements ProxyStore {
   private readonly db: Database.Database;
   /** Prepared once: each management call runs one of them. */
   private readonly statements: {
-    list: Database.Statement<[], Row>;
-    get: Database.Statement<[string], Row>;
+    list: Database.Statement<[], ProxyRow>;
+    get: Database.Statement<[string], ProxyRow>;
     insert: Database.Statement<[string, string, string, string, string | null]>;
     update: Database.Statement<[string, string, string | null, string]>;
     delete: Database.Statement<[string]>;
