@@ -55,7 +55,7 @@ const CONFLICTS: Record<string, string> = {
 };
 
 /** `host:port/database` of a connection URL, never its credentials. */
-export function describeDatabase(url: string): string {
+function describeDatabase(url: string): string {
   try {
     const parsed = new URL(url);
     return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
