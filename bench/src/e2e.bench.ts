@@ -31,6 +31,7 @@ import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { freePort } from './kit/ports.js';
 import { processTree, treeCpuMs } from './kit/process-stats.js';
+import { medianRound } from './kit/rounds.js';
 import { fixed, markdownTable } from './kit/table.js';
 
 const args = benchArgs({
@@ -308,12 +309,7 @@ async function measureLegs<Name extends string>(
       rounds.get(name)?.push(await measure(leg, concurrency, pids, round === 0));
     }
   }
-  const median = (name: Name) => {
-    const sorted = [...(rounds.get(name) ?? [])].sort(
-      (a, b) => a.callsPerSecond - b.callsPerSecond,
-    );
-    return sorted[Math.floor((sorted.length - 1) / 2)] as Measured;
-  };
+  const median = (name: Name) => medianRound(rounds.get(name) ?? [], (m) => m.callsPerSecond);
   return Object.fromEntries(names.map((name) => [name, median(name)])) as Partial<
     Record<Name, Measured>
   >;

@@ -56,6 +56,7 @@ import { startNginx } from './kit/nginx.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { perfInstalled, perfReport, recordPerf, removePerfMap } from './kit/perf-record.js';
 import { samplePeakRss, treeCpuSplitMs, treeRssBytes } from './kit/process-stats.js';
+import { medianRound } from './kit/rounds.js';
 import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
 import { fixed, markdownTable, percent, times } from './kit/table.js';
 
@@ -292,10 +293,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
         }
       }
       const results = new Map(
-        [...rounds].map(([name, list]) => {
-          const sorted = [...list].sort((a, b) => a.rps - b.rps);
-          return [name, sorted[Math.floor((sorted.length - 1) / 2)] as Measured];
-        }),
+        [...rounds].map(([name, list]) => [name, medianRound(list, (m) => m.rps)]),
       );
       console.log(`\n${connections} connections`);
       console.log(resultTable(targets, results, baseline));

@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -25,6 +25,7 @@ import {
   type TestLoadBalancer,
 } from '@mcp-identity/common/testing';
 import { autocannon } from './kit/autocannon.js';
+import { writeGatewayConfig } from './kit/gateway-config.js';
 
 const SECONDS = Number(process.env.SCALE_BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.SCALE_BENCH_ROUNDS ?? 3);
@@ -81,22 +82,13 @@ async function startInstance(
   workers: number,
 ): Promise<Instance> {
   const [https, http, management] = [await freePort(), await freePort(), await freePort()];
-  const config = join(dir, 'gateway.toml');
-  writeFileSync(
-    config,
-    `data_dir = ${JSON.stringify(dir)}
-log_level = "info"
-[listeners]
-host = "127.0.0.1"
-https_port = ${https}
-http_port = ${http}
-management_port = ${management}
-[[management.users]]
-username = "admin"
-password_hash = ${JSON.stringify(adminHash)}
-roles = ["admin"]
-`,
-  );
+  const config = writeGatewayConfig(dir, {
+    dataDir: dir,
+    httpsPort: https,
+    httpPort: http,
+    managementPort: management,
+    adminPasswordHash: adminHash,
+  });
   const logFile = join(dir, 'gateway.log');
   const log = openSync(logFile, 'w');
   const child = spawn(

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { hashSecret, randomToken } from '@mcp-identity/common';
 import type { RunningProcess } from './fast-upstream.js';
+import { writeGatewayConfig } from './gateway-config.js';
 import { freePort } from './ports.js';
 
 /**
@@ -76,34 +77,15 @@ export async function startGatewayProcess(options: GatewayProcessOptions): Promi
   ];
   const password = randomToken(18);
   mkdirSync(options.dir, { recursive: true });
-  const configFile = join(options.dir, 'gateway.toml');
-  writeFileSync(
-    configFile,
-    `data_dir = "${join(options.dir, 'data')}"
-log_level = "info"
-
-[listeners]
-host = "127.0.0.1"
-https_port = ${httpsPort}
-http_port = ${httpPort}
-management_host = "127.0.0.1"
-management_port = ${managementPort}
-
-[[management.users]]
-username = "admin"
-password_hash = "${await hashSecret(password)}"
-roles = ["admin"]
-
-[policy_configurations.jwtauth_v1]
-cachemaxsize = ${options.tokenCacheEntries ?? 10_000}
-
-[[policy_configurations.jwtauth_v1.keymanagers]]
-name = "${options.keyManager.name}"
-issuer = "${options.keyManager.issuer}"
-[policy_configurations.jwtauth_v1.keymanagers.jwks.remote]
-uri = "${options.keyManager.jwksUri}"
-`,
-  );
+  const configFile = writeGatewayConfig(options.dir, {
+    dataDir: join(options.dir, 'data'),
+    httpsPort,
+    httpPort,
+    managementPort,
+    adminPasswordHash: await hashSecret(password),
+    keyManager: options.keyManager,
+    tokenCacheEntries: options.tokenCacheEntries,
+  });
   const logFile = join(options.dir, 'gateway.log');
   const log = openSync(logFile, 'a');
   const nodeFlags = [

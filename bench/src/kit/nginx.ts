@@ -19,7 +19,7 @@ export type NginxRole =
 // Debian's unprivileged account; used when the benchmark itself runs as root.
 const NOBODY = 65534;
 
-export function nginxBinary(): string | undefined {
+function nginxBinary(): string | undefined {
   return ['/usr/sbin/nginx', '/usr/bin/nginx'].find((candidate) => existsSync(candidate));
 }
 

@@ -1,15 +1,7 @@
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import { connect } from 'node:net';
 
 /** A port the kernel just handed out on 127.0.0.1 (free now; a process about to start takes it). */
-export async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from '@mcp-identity/common/testing';
 
 /** Resolves once something accepts TCP connections on 127.0.0.1:port; bounded by `timeoutMs`. */
 export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {

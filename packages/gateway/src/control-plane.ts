@@ -13,10 +13,7 @@ export interface GatewayStore {
 }
 
 /** PostgreSQL when `database.url` is set (shared by every instance), else SQLite in the data directory. */
-export async function openGatewayStore(
-  config: GatewayConfig,
-  logger: Logger,
-): Promise<GatewayStore> {
+async function openGatewayStore(config: GatewayConfig, logger: Logger): Promise<GatewayStore> {
   if (config.database.url) {
     const store = await PostgresStore.open(config.database.url, logger);
     return { proxies: store, users: store.users };

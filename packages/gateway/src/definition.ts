@@ -7,7 +7,7 @@ import { secretRefProblem } from './secret-ref.js';
 export type { ValidationContext } from './policies/policy.js';
 
 export const SUPPORTED_SPEC_VERSIONS = ['2025-06-18', '2025-11-25'] as const;
-export const HEALTH_PREFIX = '/_gateway-health';
+const HEALTH_PREFIX = '/_gateway-health';
 
 export interface PolicyRef {
   name: string;

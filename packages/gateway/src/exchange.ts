@@ -111,8 +111,14 @@ export class McpExchange implements Exchange {
   }
 
   callerKey(): string {
+    const subject = this.subject();
+    return subject !== undefined ? `sub:${subject}` : `addr:${this.remoteAddress}`;
+  }
+
+  /** The verified caller's user id (the proxy's `userIdClaim`), if it is a string. */
+  private subject(): string | undefined {
     const subject = this.token?.payload[this.runtime.authenticator?.userIdClaim ?? 'sub'];
-    return typeof subject === 'string' ? `sub:${subject}` : `addr:${this.remoteAddress}`;
+    return typeof subject === 'string' ? subject : undefined;
   }
 
   /** Records a refusal for the audit line. */
@@ -133,8 +139,7 @@ export class McpExchange implements Exchange {
     if (this.call?.target) record.tool = this.call.target;
     if (this.token) {
       const { payload } = this.token;
-      const subject = payload[this.runtime.authenticator?.userIdClaim ?? 'sub'];
-      if (typeof subject === 'string') record.subject = subject;
+      record.subject = this.subject();
       const clientId = payload.azp ?? payload.client_id;
       if (typeof clientId === 'string') record.clientId = clientId;
     }

@@ -11,7 +11,7 @@ export const MAX_LIST_BYTES = 16 * 1024 * 1024;
  * Removes the items the predicate rejects from `result.<key>` of a JSON-RPC response.
  * Returns undefined when the message is not such a response (it is then left as it was).
  */
-export function filterListResult(message: unknown, key: string, keep: ItemPredicate): unknown {
+function filterListResult(message: unknown, key: string, keep: ItemPredicate): unknown {
   if (message === null || typeof message !== 'object' || Array.isArray(message)) return undefined;
   const result = (message as { result?: unknown }).result;
   if (result === null || typeof result !== 'object') return undefined;

@@ -32,7 +32,7 @@ const KNOWN_METHODS = new Set([
   'notifications/roots/list_changed',
 ]);
 
-export function methodLabel(method: string): string {
+function methodLabel(method: string): string {
   return KNOWN_METHODS.has(method) ? method : 'other';
 }
 

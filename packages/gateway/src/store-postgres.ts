@@ -4,6 +4,7 @@ import pg from 'pg';
 import {
   type ManagementUserStore,
   ProxyConflictError,
+  type ProxyRow,
   type ProxyStore,
   proxyFromRow,
   type StoredProxy,
@@ -54,7 +55,7 @@ const CONFLICTS: Record<string, string> = {
 };
 
 /** `host:port/database` of a connection URL, never its credentials. */
-export function describeDatabase(url: string): string {
+function describeDatabase(url: string): string {
   try {
     const parsed = new URL(url);
     return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
@@ -162,13 +163,18 @@ export class PostgresStore implements ProxyStore {
   }
 
   async list(): Promise<StoredProxy[]> {
-    const { rows } = await this.query(`SELECT ${COLUMNS} FROM mcp_proxies ORDER BY created_at, id`);
-    return rows.map((row) => proxyFromRow(row as Parameters<typeof proxyFromRow>[0]));
+    const { rows } = await this.query<ProxyRow>(
+      `SELECT ${COLUMNS} FROM mcp_proxies ORDER BY created_at, id`,
+    );
+    return rows.map(proxyFromRow);
   }
 
   async get(id: string): Promise<StoredProxy | undefined> {
-    const { rows } = await this.query(`SELECT ${COLUMNS} FROM mcp_proxies WHERE id = $1`, [id]);
-    return rows[0] ? proxyFromRow(rows[0] as Parameters<typeof proxyFromRow>[0]) : undefined;
+    const { rows } = await this.query<ProxyRow>(
+      `SELECT ${COLUMNS} FROM mcp_proxies WHERE id = $1`,
+      [id],
+    );
+    return rows[0] ? proxyFromRow(rows[0]) : undefined;
   }
 
   async insert(proxy: StoredProxy): Promise<void> {

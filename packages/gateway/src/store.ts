@@ -49,7 +49,8 @@ export class ProxyConflictError extends Error {
   }
 }
 
-interface Row {
+/** A `mcp_proxies` row as both stores read it. */
+export interface ProxyRow {
   id: string;
   definition: string;
   created_at: string;
@@ -57,7 +58,7 @@ interface Row {
   deployed_at: string | null;
 }
 
-export const proxyFromRow = (row: Row): StoredProxy => ({
+export const proxyFromRow = (row: ProxyRow): StoredProxy => ({
   id: row.id,
   definition: JSON.parse(row.definition) as McpProxyDefinition,
   createdAt: row.created_at,
@@ -71,6 +72,14 @@ export const proxyFromRow = (row: Row): StoredProxy => ({
  */
 export class SqliteProxyStore implements ProxyStore {
   private readonly db: Database.Database;
+  /** Prepared once: each management call runs one of them. */
+  private readonly statements: {
+    list: Database.Statement<[], ProxyRow>;
+    get: Database.Statement<[string], ProxyRow>;
+    insert: Database.Statement<[string, string, string, string, string | null]>;
+    update: Database.Statement<[string, string, string | null, string]>;
+    delete: Database.Statement<[string]>;
+  };
 
   constructor(dataDir: string) {
     this.db = new Database(path.join(dataDir, 'gateway.db'));
@@ -82,46 +91,49 @@ export class SqliteProxyStore implements ProxyStore {
       updated_at TEXT NOT NULL,
       deployed_at TEXT
     )`);
+    this.statements = {
+      list: this.db.prepare('SELECT * FROM mcp_proxies ORDER BY created_at, id'),
+      get: this.db.prepare('SELECT * FROM mcp_proxies WHERE id = ?'),
+      insert: this.db.prepare(
+        'INSERT INTO mcp_proxies (id, definition, created_at, updated_at, deployed_at) VALUES (?, ?, ?, ?, ?)',
+      ),
+      update: this.db.prepare(
+        'UPDATE mcp_proxies SET definition = ?, updated_at = ?, deployed_at = ? WHERE id = ?',
+      ),
+      delete: this.db.prepare('DELETE FROM mcp_proxies WHERE id = ?'),
+    };
   }
 
   async list(): Promise<StoredProxy[]> {
-    const rows = this.db
-      .prepare('SELECT * FROM mcp_proxies ORDER BY created_at, id')
-      .all() as Row[];
-    return rows.map(proxyFromRow);
+    return this.statements.list.all().map(proxyFromRow);
   }
 
   async get(id: string): Promise<StoredProxy | undefined> {
-    const row = this.db.prepare('SELECT * FROM mcp_proxies WHERE id = ?').get(id) as
-      | Row
-      | undefined;
+    const row = this.statements.get.get(id);
     return row ? proxyFromRow(row) : undefined;
   }
 
   async insert(proxy: StoredProxy): Promise<void> {
-    this.db
-      .prepare(
-        'INSERT INTO mcp_proxies (id, definition, created_at, updated_at, deployed_at) VALUES (?, ?, ?, ?, ?)',
-      )
-      .run(
-        proxy.id,
-        JSON.stringify(proxy.definition),
-        proxy.createdAt,
-        proxy.updatedAt,
-        proxy.deployedAt,
-      );
+    this.statements.insert.run(
+      proxy.id,
+      JSON.stringify(proxy.definition),
+      proxy.createdAt,
+      proxy.updatedAt,
+      proxy.deployedAt,
+    );
   }
 
   async update(proxy: StoredProxy): Promise<void> {
-    this.db
-      .prepare(
-        'UPDATE mcp_proxies SET definition = ?, updated_at = ?, deployed_at = ? WHERE id = ?',
-      )
-      .run(JSON.stringify(proxy.definition), proxy.updatedAt, proxy.deployedAt, proxy.id);
+    this.statements.update.run(
+      JSON.stringify(proxy.definition),
+      proxy.updatedAt,
+      proxy.deployedAt,
+      proxy.id,
+    );
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.db.prepare('DELETE FROM mcp_proxies WHERE id = ?').run(id).changes > 0;
+    return this.statements.delete.run(id).changes > 0;
   }
 
   async close(): Promise<void> {

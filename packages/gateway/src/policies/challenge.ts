@@ -1,7 +1,7 @@
 import type { Exchange, Refusal } from './policy.js';
 
 /** Builds an RFC 6750 `WWW-Authenticate: Bearer ...` value in the order WSO2 emits. */
-export function bearerChallenge(
+function bearerChallenge(
   resourceMetadataUrl: string,
   scopes: readonly string[],
   error: 'invalid_token' | 'insufficient_scope',
@@ -12,7 +12,7 @@ export function bearerChallenge(
   return `Bearer ${parts.join(', ')}`;
 }
 
-export const AUTHENTICATION_FAILED = { error: 'Unauthorized', message: 'Authentication failed' };
+const AUTHENTICATION_FAILED = { error: 'Unauthorized', message: 'Authentication failed' };
 
 /**
  * 401 naming the scopes the proxy advertises, so a client asks for what its tools need
