@@ -9,11 +9,16 @@ import {
   loadConfig,
   renderConfigHelp,
 } from '@mcp-identity/common';
-import { Agent, fetch } from 'undici';
+import { type Agent, fetch } from 'undici';
 import { clientConfiguration, MCP_CLIENTS, type McpClientName } from './connect.js';
 import { renderDemo, runDemo } from './demo.js';
 import { createProgress } from './progress.js';
-import { callToolThroughGateway, clientCredentialsToken, resultText } from './stack/clients.js';
+import {
+  callToolThroughGateway,
+  clientCredentialsToken,
+  resultText,
+  trustingAgent,
+} from './stack/clients.js';
 import { scopesForTool } from './stack/gateway-rules.js';
 import { DEFAULT_PORTS, type StackLayout, type StackPorts, stackLayout } from './stack/layout.js';
 import { CLI_BIN, serviceBin } from './stack/locations.js';
@@ -317,7 +322,7 @@ async function status(argv: string[], io: Io): Promise<number> {
     gateway: layout.gateway.healthUrl,
     'area-a': layout.areaA.healthUrl,
   };
-  const dispatcher = new Agent({ connect: { ca: readFileSync(layout.caFile, 'utf8') } });
+  const dispatcher = trustingAgent(layout.caFile);
   const rows = await Promise.all(
     state.services.map(async (service) => {
       const url = healthUrls[service.name];
