@@ -6,6 +6,7 @@ import {
   type ConfigSource,
   defineConfig,
   isJsonObject,
+  type LoadedConfig,
   loadConfig,
   renderConfigHelp,
 } from '@mcp-identity/common';
@@ -70,6 +71,33 @@ const PORTS = {
   ),
   areaAPort: port('Area A server', DEFAULT_PORTS.areaA, 'MCP_IDENTITY_AREA_A_PORT'),
 } as const;
+
+/** The option that sets each of the stack's ports. */
+const PORT_OPTIONS = {
+  idp: 'idpPort',
+  mcp: 'mcpPort',
+  gatewayHttps: 'gatewayHttpsPort',
+  gatewayHttp: 'gatewayHttpPort',
+  gatewayManagement: 'managementPort',
+  areaA: 'areaAPort',
+} as const satisfies Record<keyof StackPorts, keyof typeof PORTS>;
+
+/**
+ * The ports the options choose; with `running`, an option left at its default
+ * takes the running stack's port instead.
+ */
+function portsOf(
+  config: Pick<LoadedConfig<typeof PORTS>, 'values' | 'sources'>,
+  running?: StackPorts,
+): StackPorts {
+  const chosen = Object.entries(PORT_OPTIONS).map(([key, option]) => [
+    key,
+    running && config.sources[option] === 'default'
+      ? running[key as keyof StackPorts]
+      : config.values[option],
+  ]);
+  return Object.fromEntries(chosen) as StackPorts;
+}
 
 const UP = defineConfig({
   dataDir: DATA_DIR,
@@ -167,18 +195,10 @@ async function up(argv: string[], io: Io): Promise<number> {
     io.out.write(`Usage: mcp-identity up [options]\n\n${renderConfigHelp(UP)}\n`);
     return 0;
   }
-  const v = config.values;
-  const dataDir = dataDirOf(v.dataDir, config.sources.dataDir);
-  const ports: StackPorts = {
-    idp: v.idpPort,
-    mcp: v.mcpPort,
-    gatewayHttps: v.gatewayHttpsPort,
-    gatewayHttp: v.gatewayHttpPort,
-    gatewayManagement: v.managementPort,
-    areaA: v.areaAPort,
-  };
+  const dataDir = dataDirOf(config.values.dataDir, config.sources.dataDir);
+  const ports = portsOf(config);
   const detached = process.env[DETACHED_ENV] === '1';
-  if (v.detach && !detached) return launchDetached(dataDir, ports, io);
+  if (config.values.detach && !detached) return launchDetached(dataDir, ports, io);
 
   const progress = createProgress(io.err);
   progress.info(`Starting mcp-identity (data in ${dataDir})`);
@@ -287,19 +307,8 @@ function helperStack(config: ReturnType<typeof loadConfig<typeof STACK>>): {
   layout: StackLayout;
   secrets: StackSecrets;
 } {
-  const v = config.values;
-  const dataDir = dataDirOf(v.dataDir, config.sources.dataDir);
-  const state = runningStack(dataDir);
-  const chosen = (key: keyof typeof PORTS, fromState: number) =>
-    config.sources[key] === 'default' ? fromState : v[key];
-  const layout = stackLayout(dataDir, {
-    idp: chosen('idpPort', state.ports.idp),
-    mcp: chosen('mcpPort', state.ports.mcp),
-    gatewayHttps: chosen('gatewayHttpsPort', state.ports.gatewayHttps),
-    gatewayHttp: chosen('gatewayHttpPort', state.ports.gatewayHttp),
-    gatewayManagement: chosen('managementPort', state.ports.gatewayManagement),
-    areaA: chosen('areaAPort', state.ports.areaA),
-  });
+  const dataDir = dataDirOf(config.values.dataDir, config.sources.dataDir);
+  const layout = stackLayout(dataDir, portsOf(config, runningStack(dataDir).ports));
   const secrets = readStackSecrets(dataDir);
   if (!isStackSecrets(secrets)) {
     throw new Error(`No stack credentials in ${dataDir}: run "mcp-identity up" first.`);
