@@ -27,7 +27,7 @@ import { projectRoot } from './stack/project-root.js';
 import { isStackSecrets, readStackSecrets, type StackSecrets } from './stack/secrets.js';
 import { type RunningStack, startStack } from './stack/start.js';
 import { isAlive, readRunningStack, type StackState } from './stack/state.js';
-import { renderSummary } from './stack/summary.js';
+import { PORT_FLAGS, renderSummary } from './stack/summary.js';
 
 export { scopesForTool };
 
@@ -259,14 +259,9 @@ async function launchDetached(dataDir: string, ports: StackPorts, io: Io): Promi
   const logFile = join(dataDir, 'logs', 'supervisor.log');
   mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
   const log = openSync(logFile, 'a');
-  const portArgs = Object.entries({
-    '--idp-port': ports.idp,
-    '--mcp-port': ports.mcp,
-    '--gateway-https-port': ports.gatewayHttps,
-    '--gateway-http-port': ports.gatewayHttp,
-    '--management-port': ports.gatewayManagement,
-    '--area-a-port': ports.areaA,
-  }).flatMap(([flag, value]) => [flag, String(value)]);
+  const portArgs = (Object.entries(PORT_FLAGS) as [keyof StackPorts, string][]).flatMap(
+    ([key, flag]) => [flag, String(ports[key])],
+  );
   const child = spawn(process.execPath, [CLI_BIN, 'up', '--data-dir', dataDir, ...portArgs], {
     detached: true,
     stdio: ['ignore', log, log, 'ipc'],
