@@ -186,7 +186,7 @@ function dataDirOf(value: string, source: ConfigSource): string {
 }
 
 function defaultDataDir(): string {
-  return resolve(projectRoot(process.cwd()), DEFAULT_DATA_DIR);
+  return dataDirOf(DEFAULT_DATA_DIR, 'default');
 }
 
 async function up(argv: string[], io: Io): Promise<number> {
