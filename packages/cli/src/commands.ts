@@ -6,14 +6,20 @@ import {
   type ConfigSource,
   defineConfig,
   isJsonObject,
+  type LoadedConfig,
   loadConfig,
   renderConfigHelp,
 } from '@mcp-identity/common';
-import { Agent, fetch } from 'undici';
+import { type Agent, fetch } from 'undici';
 import { clientConfiguration, MCP_CLIENTS, type McpClientName } from './connect.js';
 import { renderDemo, runDemo } from './demo.js';
 import { createProgress } from './progress.js';
-import { callToolThroughGateway, clientCredentialsToken, resultText } from './stack/clients.js';
+import {
+  callToolThroughGateway,
+  clientCredentialsToken,
+  resultText,
+  trustingAgent,
+} from './stack/clients.js';
 import { scopesForTool } from './stack/gateway-rules.js';
 import { DEFAULT_PORTS, type StackLayout, type StackPorts, stackLayout } from './stack/layout.js';
 import { CLI_BIN, serviceBin } from './stack/locations.js';
@@ -21,7 +27,7 @@ import { projectRoot } from './stack/project-root.js';
 import { isStackSecrets, readStackSecrets, type StackSecrets } from './stack/secrets.js';
 import { type RunningStack, startStack } from './stack/start.js';
 import { isAlive, readRunningStack, type StackState } from './stack/state.js';
-import { renderSummary } from './stack/summary.js';
+import { PORT_FLAGS, renderSummary } from './stack/summary.js';
 
 export { scopesForTool };
 
@@ -65,6 +71,33 @@ const PORTS = {
   ),
   areaAPort: port('Area A server', DEFAULT_PORTS.areaA, 'MCP_IDENTITY_AREA_A_PORT'),
 } as const;
+
+/** The option that sets each of the stack's ports. */
+const PORT_OPTIONS = {
+  idp: 'idpPort',
+  mcp: 'mcpPort',
+  gatewayHttps: 'gatewayHttpsPort',
+  gatewayHttp: 'gatewayHttpPort',
+  gatewayManagement: 'managementPort',
+  areaA: 'areaAPort',
+} as const satisfies Record<keyof StackPorts, keyof typeof PORTS>;
+
+/**
+ * The ports the options choose; with `running`, an option left at its default
+ * takes the running stack's port instead.
+ */
+function portsOf(
+  config: Pick<LoadedConfig<typeof PORTS>, 'values' | 'sources'>,
+  running?: StackPorts,
+): StackPorts {
+  const chosen = Object.entries(PORT_OPTIONS).map(([key, option]) => [
+    key,
+    running && config.sources[option] === 'default'
+      ? running[key as keyof StackPorts]
+      : config.values[option],
+  ]);
+  return Object.fromEntries(chosen) as StackPorts;
+}
 
 const UP = defineConfig({
   dataDir: DATA_DIR,
@@ -153,7 +186,7 @@ function dataDirOf(value: string, source: ConfigSource): string {
 }
 
 function defaultDataDir(): string {
-  return resolve(projectRoot(process.cwd()), DEFAULT_DATA_DIR);
+  return dataDirOf(DEFAULT_DATA_DIR, 'default');
 }
 
 async function up(argv: string[], io: Io): Promise<number> {
@@ -162,18 +195,10 @@ async function up(argv: string[], io: Io): Promise<number> {
     io.out.write(`Usage: mcp-identity up [options]\n\n${renderConfigHelp(UP)}\n`);
     return 0;
   }
-  const v = config.values;
-  const dataDir = dataDirOf(v.dataDir, config.sources.dataDir);
-  const ports: StackPorts = {
-    idp: v.idpPort,
-    mcp: v.mcpPort,
-    gatewayHttps: v.gatewayHttpsPort,
-    gatewayHttp: v.gatewayHttpPort,
-    gatewayManagement: v.managementPort,
-    areaA: v.areaAPort,
-  };
+  const dataDir = dataDirOf(config.values.dataDir, config.sources.dataDir);
+  const ports = portsOf(config);
   const detached = process.env[DETACHED_ENV] === '1';
-  if (v.detach && !detached) return launchDetached(dataDir, ports, io);
+  if (config.values.detach && !detached) return launchDetached(dataDir, ports, io);
 
   const progress = createProgress(io.err);
   progress.info(`Starting mcp-identity (data in ${dataDir})`);
@@ -234,14 +259,9 @@ async function launchDetached(dataDir: string, ports: StackPorts, io: Io): Promi
   const logFile = join(dataDir, 'logs', 'supervisor.log');
   mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
   const log = openSync(logFile, 'a');
-  const portArgs = Object.entries({
-    '--idp-port': ports.idp,
-    '--mcp-port': ports.mcp,
-    '--gateway-https-port': ports.gatewayHttps,
-    '--gateway-http-port': ports.gatewayHttp,
-    '--management-port': ports.gatewayManagement,
-    '--area-a-port': ports.areaA,
-  }).flatMap(([flag, value]) => [flag, String(value)]);
+  const portArgs = (Object.entries(PORT_FLAGS) as [keyof StackPorts, string][]).flatMap(
+    ([key, flag]) => [flag, String(ports[key])],
+  );
   const child = spawn(process.execPath, [CLI_BIN, 'up', '--data-dir', dataDir, ...portArgs], {
     detached: true,
     stdio: ['ignore', log, log, 'ipc'],
@@ -282,19 +302,8 @@ function helperStack(config: ReturnType<typeof loadConfig<typeof STACK>>): {
   layout: StackLayout;
   secrets: StackSecrets;
 } {
-  const v = config.values;
-  const dataDir = dataDirOf(v.dataDir, config.sources.dataDir);
-  const state = runningStack(dataDir);
-  const chosen = (key: keyof typeof PORTS, fromState: number) =>
-    config.sources[key] === 'default' ? fromState : v[key];
-  const layout = stackLayout(dataDir, {
-    idp: chosen('idpPort', state.ports.idp),
-    mcp: chosen('mcpPort', state.ports.mcp),
-    gatewayHttps: chosen('gatewayHttpsPort', state.ports.gatewayHttps),
-    gatewayHttp: chosen('gatewayHttpPort', state.ports.gatewayHttp),
-    gatewayManagement: chosen('managementPort', state.ports.gatewayManagement),
-    areaA: chosen('areaAPort', state.ports.areaA),
-  });
+  const dataDir = dataDirOf(config.values.dataDir, config.sources.dataDir);
+  const layout = stackLayout(dataDir, portsOf(config, runningStack(dataDir).ports));
   const secrets = readStackSecrets(dataDir);
   if (!isStackSecrets(secrets)) {
     throw new Error(`No stack credentials in ${dataDir}: run "mcp-identity up" first.`);
@@ -317,7 +326,7 @@ async function status(argv: string[], io: Io): Promise<number> {
     gateway: layout.gateway.healthUrl,
     'area-a': layout.areaA.healthUrl,
   };
-  const dispatcher = new Agent({ connect: { ca: readFileSync(layout.caFile, 'utf8') } });
+  const dispatcher = trustingAgent(layout.caFile);
   const rows = await Promise.all(
     state.services.map(async (service) => {
       const url = healthUrls[service.name];

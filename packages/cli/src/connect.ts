@@ -8,17 +8,17 @@ const AREA_A = 'scim-area-a';
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
 
+/** Both endpoints, each as one client format spells a server entry. */
+function bothServers(layout: StackLayout, entry: (url: string) => Record<string, string>) {
+  return { [GATEWAY]: entry(layout.gateway.mcpUrl), [AREA_A]: entry(layout.areaA.mcpUrl) };
+}
+
 /** The MCP Inspector release tested against the stack (packages/cli/test/inspector.test.ts). */
 export const INSPECTOR_VERSION = '2.12.0';
 
 /** MCP Inspector's `--config` file for the running stack: both endpoints, by URL only. */
 export function inspectorConfiguration(layout: StackLayout) {
-  return {
-    mcpServers: {
-      [GATEWAY]: { type: 'streamable-http', url: layout.gateway.mcpUrl },
-      [AREA_A]: { type: 'streamable-http', url: layout.areaA.mcpUrl },
-    },
-  };
+  return { mcpServers: bothServers(layout, (url) => ({ type: 'streamable-http', url })) };
 }
 
 /**
@@ -28,52 +28,39 @@ export function inspectorConfiguration(layout: StackLayout) {
  * discovers the authorization server, registers itself and opens the login.
  */
 export function clientConfiguration(client: McpClientName, layout: StackLayout): string {
-  const gateway = layout.gateway.mcpUrl;
-  const areaA = layout.areaA.mcpUrl;
+  const httpServers = bothServers(layout, (url) => ({ type: 'http', url }));
   const caHint = [
     `The gateway's certificate is issued by the stack's local CA: ${layout.caFile}`,
     `Start the client with NODE_EXTRA_CA_CERTS=${layout.caFile} (Node-based clients), or add`,
     'the CA to the system trust store; the plain listener needs no CA:',
     `  ${layout.gateway.plainMcpUrl}`,
   ].join('\n');
+  /** The CA hint as comment lines of the client's format. */
+  const commented = (marker: string) => `${marker} ${caHint.split('\n').join(`\n${marker} `)}`;
   switch (client) {
     case 'claude':
       return [
         '# Claude Code: add both servers (project scope writes .mcp.json)',
-        `claude mcp add --transport http ${GATEWAY} ${gateway}`,
-        `claude mcp add --transport http ${AREA_A} ${areaA}`,
+        `claude mcp add --transport http ${GATEWAY} ${layout.gateway.mcpUrl}`,
+        `claude mcp add --transport http ${AREA_A} ${layout.areaA.mcpUrl}`,
         '',
         '# or paste into .mcp.json:',
-        json({
-          mcpServers: {
-            [GATEWAY]: { type: 'http', url: gateway },
-            [AREA_A]: { type: 'http', url: areaA },
-          },
-        }),
+        json({ mcpServers: httpServers }),
         '',
-        `# ${caHint.split('\n').join('\n# ')}`,
+        commented('#'),
         `#   e.g. NODE_EXTRA_CA_CERTS=${layout.caFile} claude`,
         '',
       ].join('\n');
     case 'vscode':
-      return [
-        '// .vscode/mcp.json',
-        json({
-          servers: {
-            [GATEWAY]: { type: 'http', url: gateway },
-            [AREA_A]: { type: 'http', url: areaA },
-          },
-        }),
-        '',
-        `// ${caHint.split('\n').join('\n// ')}`,
-        '',
-      ].join('\n');
+      return ['// .vscode/mcp.json', json({ servers: httpServers }), '', commented('//'), ''].join(
+        '\n',
+      );
     case 'cursor':
       return [
         '// ~/.cursor/mcp.json (or .cursor/mcp.json in a project)',
-        json({ mcpServers: { [GATEWAY]: { url: gateway }, [AREA_A]: { url: areaA } } }),
+        json({ mcpServers: bothServers(layout, (url) => ({ url })) }),
         '',
-        `// ${caHint.split('\n').join('\n// ')}`,
+        commented('//'),
         '',
       ].join('\n');
     case 'inspector':
@@ -86,7 +73,7 @@ export function clientConfiguration(client: McpClientName, layout: StackLayout):
         '# Open the printed URL and switch a server on: Inspector registers, opens the login, connects.',
         json(inspectorConfiguration(layout)),
         '',
-        `# ${caHint.split('\n').join('\n# ')}`,
+        commented('#'),
         '',
       ].join('\n');
   }

@@ -1,6 +1,5 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { selfSignedCertificateFiles } from '@mcp-identity/common';
 import {
   describeBrowser,
   describeRequiring,
@@ -150,7 +149,7 @@ describeRequiring('MCP Inspector’s web UI', inspectorMissing(), () => {
       );
     },
     () => ({
-      trustedCertificates: [selfSignedCertificateFiles(stack.layout.idp.dataDir).certPath],
+      trustedCertificates: [stack.layout.idp.certFile],
     }),
   );
 });

@@ -1,10 +1,5 @@
 import { join } from 'node:path';
-import {
-  createApp,
-  createLogger,
-  type RunningServer,
-  selfSignedCertificateFiles,
-} from '@mcp-identity/common';
+import { createApp, createLogger, type RunningServer } from '@mcp-identity/common';
 import { describeBrowser, startTestServer, useTempDir } from '@mcp-identity/common/testing';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -161,7 +156,7 @@ describeBrowser(
     );
   },
   () => ({
-    trustedCertificates: [selfSignedCertificateFiles(stack.layout.idp.dataDir).certPath],
+    trustedCertificates: [stack.layout.idp.certFile],
   }),
 );
 

@@ -8,8 +8,13 @@ export interface ToolRule {
   scopes: { allOf?: string[]; anyOf?: string[] };
 }
 
+let rules: ToolRule[] | undefined;
+
+/** The rules, read once per process: `up` uses them twice and the file ships with the package. */
 export function gatewayRules(): ToolRule[] {
-  return (parseYaml(readFileSync(SCIM_GATEWAY_RULES_FILE, 'utf8')) as { tools: ToolRule[] }).tools;
+  rules ??= (parseYaml(readFileSync(SCIM_GATEWAY_RULES_FILE, 'utf8')) as { tools: ToolRule[] })
+    .tools;
+  return rules;
 }
 
 /** The scopes the gateway's rule for a tool asks for (allOf: all; anyOf: the first). */

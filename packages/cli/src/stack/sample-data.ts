@@ -85,13 +85,7 @@ function scimUser(user: SampleUser): BootstrapUser {
 }
 
 /** An RFC 8707 API resource as the IdP's bootstrap file declares it (`apiResources`). */
-export interface ApiResourceBootstrap {
-  identifier: string;
-  name: string;
-  scopes: string[];
-  dynamicClients: boolean;
-  applications: string[];
-}
+export type ApiResourceBootstrap = NonNullable<BootstrapDocument['apiResources']>[number];
 
 /**
  * One API resource per gateway listener, offering the scopes the gateway's

@@ -1,7 +1,8 @@
 import { DEFAULT_PORTS, type StackLayout, type StackPorts } from './layout.js';
 import type { RunningStack } from './start.js';
 
-const PORT_FLAGS: Record<keyof StackPorts, string> = {
+/** The command-line flag of each of the stack's ports (`up` and the helper commands). */
+export const PORT_FLAGS: Record<keyof StackPorts, string> = {
   idp: '--idp-port',
   mcp: '--mcp-port',
   gatewayHttps: '--gateway-https-port',

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:net';
 import { Writable } from 'node:stream';
-import { type Agent, fetch } from 'undici';
+import { fetch } from 'undici';
 import { createProgress } from '../../src/progress.js';
 import { trustingAgent } from '../../src/stack/clients.js';
 import type { StackLayout, StackPorts } from '../../src/stack/layout.js';
@@ -33,11 +33,6 @@ export async function freeStackPorts(): Promise<StackPorts> {
     number,
   ];
   return { idp, mcp, gatewayHttps, gatewayHttp, gatewayManagement, areaA };
-}
-
-/** An undici agent trusting the stack's CA. */
-function gatewayAgent(layout: StackLayout): Agent {
-  return trustingAgent(layout.caFile);
 }
 
 /** A writable stream that keeps what was written, for a command's stdout and stderr. */
@@ -73,7 +68,7 @@ export async function rawGatewayToolCall(
   tool: string,
   args: Record<string, unknown>,
 ): Promise<{ status: number; contentType: string | null; body: unknown }> {
-  const dispatcher = gatewayAgent(layout);
+  const dispatcher = trustingAgent(layout.caFile);
   try {
     const response = await fetch(layout.gateway.mcpUrl, {
       method: 'POST',
@@ -121,7 +116,7 @@ export async function gatewayGet(
   layout: StackLayout,
   url: string,
 ): Promise<{ status: number; body: unknown }> {
-  const dispatcher = gatewayAgent(layout);
+  const dispatcher = trustingAgent(layout.caFile);
   try {
     const response = await fetch(url, { dispatcher });
     return { status: response.status, body: await response.json() };
