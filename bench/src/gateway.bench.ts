@@ -299,6 +299,8 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
       console.log(resultTable(targets, results, baseline));
       goals.push(...goalLines(connections, targets, results, baseline));
     }
+    if (client === 'wrk') goals.push(...(await lightLoadLatency(targets, baseline)));
+    else notes.push('latency under light load skipped: it needs wrk');
     console.log('\nissue 15 goals:');
     for (const line of goals) console.log(`- ${line}`);
     for (const note of notes) console.log(`note: ${note}`);
@@ -548,6 +550,58 @@ function goalLines(
       const rssMb = fixed((r.peakRss ?? Number.NaN) / 2 ** 20, 0);
       const rssRatio = fixed((r.peakRss ?? Number.NaN) / (target.idleRss ?? Number.NaN), 2);
       return `${connections} conns, ${target.name}: ${percent(r.rps, sameCores?.rps)} of nginx as proxy on the same cores (goal ≥ 35%), CPU ${fixed(r.cpuMsPerRequest, 4)} ms/req (≤ 0.04), added p50 ${fixed(r.p50Ms - direct.p50Ms, 2)} ms (≤ 0.2 at 10 connections), peak RSS ${rssMb} MB = ${rssRatio}× idle (≤ 1.5×)`;
+    });
+}
+
+/** Light load: each of 10 connections pauses this long between requests (~1,900 req/s in all). */
+const LIGHT_PAUSE_MS = 5;
+const LIGHT_CONNECTIONS = 10;
+
+/**
+ * The latency each path adds when nothing queues: at saturation (the tables above) a request's
+ * latency is mostly its wait behind the others (p50 ≈ connections / throughput), so "added p50"
+ * there restates throughput. Here every row gets the same light, steady load; rows take turns
+ * round after round and each reports its median round by p50. Returns the goal lines.
+ */
+async function lightLoadLatency(targets: Target[], baseline: string): Promise<string[]> {
+  const rounds = new Map<string, LoadResult[]>(targets.map((target) => [target.name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of targets) {
+      const result = await runLoad('wrk', {
+        url: target.url,
+        connections: LIGHT_CONNECTIONS,
+        seconds: SECONDS,
+        method: 'POST',
+        headers: { ...MCP_HEADERS, ...target.headers },
+        body: TOOL_CALL_BODY,
+        threads: THREADS,
+        pauseMs: LIGHT_PAUSE_MS,
+      });
+      rounds.get(target.name)?.push(result);
+    }
+  }
+  const results = new Map(
+    [...rounds].map(([name, list]) => [name, medianRound(list, (r) => r.p50Ms)]),
+  );
+  const direct = results.get(baseline) as LoadResult;
+  const added = (r: LoadResult) => fixed(r.p50Ms - direct.p50Ms, 3);
+  console.log(
+    `\nlight load: ${LIGHT_CONNECTIONS} connections, each pausing ${LIGHT_PAUSE_MS} ms between requests; median of ${ROUNDS} rounds by p50`,
+  );
+  console.log(
+    markdownTable(
+      ['path', 'req/s', 'p50 ms', 'p99 ms', 'added p50 ms'],
+      targets.map((target) => {
+        const r = results.get(target.name) as LoadResult;
+        return [target.name, r.rps.toFixed(0), fixed(r.p50Ms, 3), fixed(r.p99Ms, 3), added(r)];
+      }),
+    ),
+  );
+  return targets
+    .filter((t) => t.name.includes('warm cache'))
+    .map((target) => {
+      const r = results.get(target.name) as LoadResult;
+      return `light load (${r.rps.toFixed(0)} req/s over ${LIGHT_CONNECTIONS} connections), ${target.name}: added p50 ${added(r)} ms (≤ 0.2)`;
     });
 }
 

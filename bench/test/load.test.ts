@@ -68,3 +68,34 @@ describe.each(clients)('closed-loop load with %s', (client) => {
     ).rejects.toThrow(/2xx/);
   });
 });
+
+describe.runIf(wrkInstalled)('light load with wrk', () => {
+  it('paces each connection by the pause between requests', async () => {
+    const spec = {
+      url: `${origin}/paced`,
+      connections: 1,
+      seconds: 1,
+      method: 'GET' as const,
+      headers: {},
+    };
+    const paced = await runLoad('wrk', { ...spec, pauseMs: 100 });
+    // One connection waiting 100 ms after each answer sends about 10 requests in a second;
+    // unpaced, the same connection sends thousands.
+    expect(paced.requests).toBeGreaterThan(0);
+    expect(paced.requests).toBeLessThanOrEqual(12);
+    expect((await runLoad('wrk', spec)).requests).toBeGreaterThan(100);
+  });
+});
+
+it('refuses a pause between requests with autocannon, which cannot pace them', async () => {
+  await expect(
+    runLoad('autocannon', {
+      url: `${origin}/paced`,
+      connections: 1,
+      seconds: 1,
+      method: 'GET',
+      headers: {},
+      pauseMs: 5,
+    }),
+  ).rejects.toThrow(/needs wrk/);
+});

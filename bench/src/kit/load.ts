@@ -22,6 +22,11 @@ export interface LoadSpec {
   body?: string;
   /** wrk threads (default 1: the servers under test need the other cores). */
   threads?: number;
+  /**
+   * Each connection waits this long after an answer before its next request (wrk only): a
+   * light, steady load under which latency is the path's own rather than time spent queued.
+   */
+  pauseMs?: number;
 }
 
 export interface LoadResult {
@@ -80,6 +85,7 @@ async function runWrk(spec: LoadSpec): Promise<LoadResult> {
       `wrk.method = "${spec.method}"
 ${spec.body === undefined ? '' : `wrk.body = ${luaString(spec.body)}`}
 ${headers}
+${spec.pauseMs === undefined ? '' : `delay = function() return ${spec.pauseMs} end`}
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format("BENCH-RESULT %d %d %.1f %.1f %d %d %d %d %d\\n",
@@ -129,6 +135,7 @@ end
 }
 
 async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
+  if (spec.pauseMs !== undefined) throw new Error('a pause between requests needs wrk');
   const result = await autocannon({
     url: spec.url,
     method: spec.method,
