@@ -34,7 +34,11 @@ const NAMED_ESCAPES: Readonly<Record<string, string>> = { '\t': '\\t', '\n': '\\
 // (Zl, Zp, Zs) characters, except the ASCII space.
 const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u;
 
+// Printable ASCII but the quotes and the backslash: Python prints such text as it is.
+const PLAIN = /^[ !#-&(-[\]-~]*$/;
+
 export function pythonStrRepr(text: string): string {
+  if (PLAIN.test(text)) return `'${text}'`;
   const quote = chooseQuote(text);
   let out = quote;
   // for...of walks code points and yields lone surrogates as themselves, as Python sees them.
@@ -71,6 +75,8 @@ function hexEscape(kind: 'x' | 'u' | 'U', code: number, width: number): string {
 function pythonNumberRepr(value: number): string {
   if (Number.isNaN(value)) return 'nan';
   if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  // Below 2^53 String() prints every digit; above, it may switch to exponent notation.
+  if (Number.isSafeInteger(value)) return String(value);
   if (Number.isInteger(value)) return BigInt(value).toString();
   return pythonFloatRepr(value);
 }
