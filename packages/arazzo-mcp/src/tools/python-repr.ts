@@ -13,14 +13,42 @@ export function pythonRepr(value: unknown): string {
   if (typeof value === 'number') return pythonNumberRepr(value);
   if (typeof value === 'bigint') return value.toString();
   if (value instanceof Uint8Array) return pythonBytesRepr(value);
-  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
-  if (typeof value === 'object') return pythonDictRepr(Object.entries(value));
+  if (Array.isArray(value)) return listRepr(value);
+  if (typeof value === 'object') return objectRepr(value as Record<string, unknown>);
   return pythonStrRepr(String(value));
+}
+
+// Built by concatenation: a tool result is printed on every call, and map/join with an array
+// of entries per object cost several times as much.
+function listRepr(items: readonly unknown[]): string {
+  let out = '[';
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) out += ', ';
+    out += pythonRepr(items[i]);
+  }
+  return `${out}]`;
+}
+
+function objectRepr(object: Record<string, unknown>): string {
+  let out = '{';
+  let first = true;
+  for (const key of Object.keys(object)) {
+    if (!first) out += ', ';
+    first = false;
+    out += `${pythonStrRepr(key)}: ${pythonRepr(object[key])}`;
+  }
+  return `${out}}`;
 }
 
 /** A dict from ordered entries, so callers can keep an order JavaScript objects would change. */
 export function pythonDictRepr(entries: ReadonlyArray<readonly [string, unknown]>): string {
-  return `{${entries.map(([key, item]) => `${pythonStrRepr(key)}: ${pythonRepr(item)}`).join(', ')}}`;
+  let out = '{';
+  for (let i = 0; i < entries.length; i++) {
+    const [key, item] = entries[i]!;
+    if (i > 0) out += ', ';
+    out += `${pythonStrRepr(key)}: ${pythonRepr(item)}`;
+  }
+  return `${out}}`;
 }
 
 /** Python prefers single quotes and switches to double quotes only to avoid escaping a `'`. */
