@@ -3,16 +3,27 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ErrorCode,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
+  type JSONRPCErrorResponse,
   type JSONRPCMessage,
+  type JSONRPCNotification,
+  type JSONRPCRequest,
+  type JSONRPCResultResponse,
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { postMessages, type Refusal } from './post-messages.js';
 import { invalidParamsProblem } from './request-params.js';
+
+// The messages here have passed JSONRPCMessageSchema (postMessages) or come from the SDK server
+// itself, so their members tell their kind: the SDK's isJSONRPC… guards would parse each one
+// again, a whole tool result included.
+const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest =>
+  'method' in message && 'id' in message;
+const isNotification = (message: JSONRPCMessage): message is JSONRPCNotification =>
+  'method' in message && !('id' in message);
+const isResponse = (
+  message: JSONRPCMessage,
+): message is JSONRPCResultResponse | JSONRPCErrorResponse => !('method' in message);
 
 /** Where a request the server is working on came from, and the id its client gave it. */
 interface Origin {
@@ -53,7 +64,7 @@ export class McpExchangeRouter implements Transport {
     // An answer in JSON has no room for the notifications or requests a handler sends on the
     // way (progress, say), nor does stateless HTTP have a stream for unrelated ones: only
     // responses travel.
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
+    if (!isResponse(message)) return;
     if (typeof message.id !== 'number') return;
     const origin = this.inFlight.get(message.id);
     // The client went away; nobody is listening for the answer.
@@ -82,7 +93,7 @@ export class McpExchangeRouter implements Transport {
       requestInfo: { headers: request.headers },
     };
     const { messages } = read;
-    if (!messages.some(isJSONRPCRequest)) {
+    if (!messages.some(isRequest)) {
       for (const message of messages) this.receive(undefined, message, extra);
       response.writeHead(202);
       response.end();
@@ -90,7 +101,7 @@ export class McpExchangeRouter implements Transport {
     }
     const exchange = new JsonExchange(response);
     for (const message of messages) {
-      if (isJSONRPCRequest(message)) exchange.expect(message.id);
+      if (isRequest(message)) exchange.expect(message.id);
     }
     const ids: number[] = [];
     response.once('close', () => {
@@ -108,7 +119,7 @@ export class McpExchangeRouter implements Transport {
     message: JSONRPCMessage,
     extra: MessageExtraInfo,
   ): number | undefined {
-    if (exchange !== undefined && isJSONRPCRequest(message)) {
+    if (exchange !== undefined && isRequest(message)) {
       const problem = invalidParamsProblem(message);
       if (problem !== undefined) {
         const error = { code: ErrorCode.InvalidParams, message: problem };
@@ -120,7 +131,7 @@ export class McpExchangeRouter implements Transport {
       this.onmessage?.({ ...message, id: this.lastId }, extra);
       return this.lastId;
     }
-    if (!isJSONRPCNotification(message)) return undefined; // answers to requests never sent
+    if (!isNotification(message)) return undefined; // answers to requests never sent
     // A cancellation names its client's id, which is unique neither across clients nor, here,
     // to an exchange (it arrives in a POST of its own): it cannot be attributed safely, so it
     // is dropped. The request runs on; its answer is discarded if its client has gone.
