@@ -42,7 +42,7 @@ interface Origin {
  * the ids its client chose, in one write once all are in. So two clients may use the same
  * JSON-RPC id at the same time without one receiving the other's answer. Written on node:http
  * directly: the SDK's Node transport converts every request and response to Web objects and
- * back, which cost a quarter of this server's CPU per tool call.
+ * back, and makes a transport object, on every tool call.
  */
 export class McpExchangeRouter implements Transport {
   onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
