@@ -3,7 +3,8 @@
  * keep-alive pool per origin), a per-request timeout covering headers and body, and a cap on
  * the response size.
  */
-import { Agent, request } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, type Dispatcher } from 'undici';
 
 export interface HttpSettings {
   tlsVerify: boolean;
@@ -80,64 +81,130 @@ export class HttpClient {
     });
   }
 
-  async send(req: HttpRequest): Promise<HttpResponse> {
-    const { timeoutMs, maxResponseBytes } = this.settings;
-    const where = `${req.method.toUpperCase()} ${describeUrl(req.url)}`;
-    // undici's headers and body timeouts bound each wait; the deadline bounds the whole exchange
-    // (a body trickling in slowly). Cheaper per request than an AbortSignal timer.
-    const deadline = Date.now() + timeoutMs;
-    const timedOut = () => new HttpError(`${where}: timed out after ${timeoutMs} ms`);
+  /**
+   * On undici's dispatch API: the answer is collected straight from the connection, without
+   * the body stream, async iterator and async-hooks resource `request()` makes per request.
+   */
+  send(req: HttpRequest): Promise<HttpResponse> {
+    let url: URL;
     try {
-      const response = await request(req.url, {
-        dispatcher: this.agent,
-        method: req.method.toUpperCase() as 'GET',
-        headers: req.headers,
-        body: req.body,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-      const declared = Number(response.headers['content-length']);
-      if (Number.isFinite(declared) && declared > maxResponseBytes) {
-        response.body.destroy();
-        throw new HttpError(
-          `${where}: response of ${declared} bytes exceeds the limit of ${maxResponseBytes} bytes`,
-        );
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of response.body) {
-        size += (chunk as Buffer).length;
-        if (size > maxResponseBytes) {
-          response.body.destroy();
-          throw new HttpError(`${where}: response exceeds the limit of ${maxResponseBytes} bytes`);
-        }
-        if (Date.now() > deadline) {
-          response.body.destroy();
-          throw timedOut();
-        }
-        chunks.push(chunk as Buffer);
-      }
-      return {
-        status: response.statusCode,
-        headers: flattenHeaders(response.headers),
-        body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
-      };
+      url = new URL(req.url);
     } catch (error) {
-      if (error instanceof HttpError) throw error;
-      const code = (error as { code?: string }).code;
-      if (
-        code === 'UND_ERR_HEADERS_TIMEOUT' ||
-        code === 'UND_ERR_BODY_TIMEOUT' ||
-        code === 'UND_ERR_CONNECT_TIMEOUT'
-      ) {
-        throw timedOut();
-      }
-      throw new HttpError(`${where}: ${causeOf(error)}`);
+      const where = `${req.method.toUpperCase()} ${describeUrl(req.url)}`;
+      return Promise.reject(new HttpError(`${where}: ${causeOf(error)}`));
     }
+    return new Promise((resolve, reject) => {
+      this.agent.dispatch(
+        {
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: req.method.toUpperCase() as Dispatcher.HttpMethod,
+          headers: req.headers,
+          body: req.body,
+          headersTimeout: this.settings.timeoutMs,
+          bodyTimeout: this.settings.timeoutMs,
+        },
+        new CollectingHandler(req, this.settings, resolve, reject),
+      );
+    });
   }
 
   close(): Promise<void> {
     return this.agent.close();
+  }
+}
+
+/** Collects one answer within the size cap and the deadline. */
+class CollectingHandler implements Dispatcher.DispatchHandler {
+  // undici's headers and body timeouts bound each wait; the deadline bounds the whole exchange
+  // (a body trickling in slowly). Cheaper per request than an AbortSignal timer.
+  private readonly deadline: number;
+  private status = 0;
+  private headers: Record<string, string> = {};
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly req: HttpRequest,
+    private readonly settings: HttpSettings,
+    private readonly resolve: (response: HttpResponse) => void,
+    private readonly reject: (error: HttpError) => void,
+  ) {
+    this.deadline = Date.now() + settings.timeoutMs;
+  }
+
+  /** For messages: the method and the URL without query or fragment (a query may carry a key). */
+  private where(): string {
+    return `${this.req.method.toUpperCase()} ${describeUrl(this.req.url)}`;
+  }
+
+  private timedOut(): HttpError {
+    return new HttpError(`${this.where()}: timed out after ${this.settings.timeoutMs} ms`);
+  }
+
+  // undici takes a handler for its current API by this method's presence.
+  onRequestStart(): void {}
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    // An informational answer (1xx) is followed by the real one.
+    if (statusCode < 200) return;
+    this.status = statusCode;
+    this.headers = flattenHeaders(headers);
+    const declared = Number(this.headers['content-length']);
+    const limit = this.settings.maxResponseBytes;
+    if (Number.isFinite(declared) && declared > limit) {
+      controller.abort(
+        new HttpError(
+          `${this.where()}: response of ${declared} bytes exceeds the limit of ${limit} bytes`,
+        ),
+      );
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.size += chunk.length;
+    const limit = this.settings.maxResponseBytes;
+    if (this.size > limit) {
+      controller.abort(
+        new HttpError(`${this.where()}: response exceeds the limit of ${limit} bytes`),
+      );
+      return;
+    }
+    if (Date.now() > this.deadline) {
+      controller.abort(this.timedOut());
+      return;
+    }
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const { chunks } = this;
+    this.resolve({
+      status: this.status,
+      headers: this.headers,
+      body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
+    });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (error instanceof HttpError) {
+      this.reject(error);
+      return;
+    }
+    const code = (error as { code?: string }).code;
+    if (
+      code === 'UND_ERR_HEADERS_TIMEOUT' ||
+      code === 'UND_ERR_BODY_TIMEOUT' ||
+      code === 'UND_ERR_CONNECT_TIMEOUT'
+    ) {
+      this.reject(this.timedOut());
+      return;
+    }
+    this.reject(new HttpError(`${this.where()}: ${causeOf(error)}`));
   }
 }
 

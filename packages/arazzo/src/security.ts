@@ -109,6 +109,21 @@ export class TokenCache {
   }
 }
 
+// The secrets come from the environment, so there are few; the digest keys tokens (never the
+// secret itself) and is worked out once per secret rather than once per token request.
+const secretDigests = new Map<string, string>();
+const MAX_SECRET_DIGESTS = 64;
+
+function secretDigest(secret: string): string {
+  let digest = secretDigests.get(secret);
+  if (digest === undefined) {
+    if (secretDigests.size >= MAX_SECRET_DIGESTS) secretDigests.clear();
+    digest = createHash('sha256').update(secret).digest('hex');
+    secretDigests.set(secret, digest);
+  }
+  return digest;
+}
+
 function idpAnswer(status: number, text: string): string {
   try {
     const body = JSON.parse(text) as Json;
@@ -235,8 +250,9 @@ export class RunCredentials {
     clientSecret: string,
     scopes: string[],
   ): Promise<string> {
-    const secretHash = createHash('sha256').update(clientSecret).digest('hex');
-    const key = [tokenUrl, clientId, secretHash, [...scopes].sort().join(' ')].join('\n');
+    const key = [tokenUrl, clientId, secretDigest(clientSecret), [...scopes].sort().join(' ')].join(
+      '\n',
+    );
     const cached = this.cache?.get(key);
     if (cached !== undefined) return Promise.resolve(cached);
     let pending = this.runTokens.get(key) ?? this.cache?.inFlight.get(key);
@@ -262,7 +278,8 @@ export class RunCredentials {
     scopes: string[],
     key: string,
   ): Promise<string> {
-    const what = `token request for security scheme "${schemeName}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
+    const what = () =>
+      `token request for security scheme "${schemeName}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (scopes.length > 0) form.set('scope', scopes.join(' '));
     // HTTP Basic (client_secret_basic), the client authentication every authorization server
@@ -284,19 +301,19 @@ export class RunCredentials {
         body: form.toString(),
       });
     } catch (error) {
-      throw new TokenError(`${what}: ${(error as Error).message}`);
+      throw new TokenError(`${what()}: ${(error as Error).message}`);
     }
     const text = response.body.toString('utf8');
     if (response.status < 200 || response.status > 299)
-      throw new TokenError(`${what}: ${idpAnswer(response.status, text)}`);
+      throw new TokenError(`${what()}: ${idpAnswer(response.status, text)}`);
     let body: Json;
     try {
       body = JSON.parse(text) as Json;
     } catch {
-      throw new TokenError(`${what}: the answer is not JSON`);
+      throw new TokenError(`${what()}: the answer is not JSON`);
     }
     if (typeof body.access_token !== 'string' || body.access_token === '') {
-      throw new TokenError(`${what}: the answer has no access_token`);
+      throw new TokenError(`${what()}: the answer has no access_token`);
     }
     this.cache?.set(key, body.access_token, body.expires_in);
     return body.access_token;

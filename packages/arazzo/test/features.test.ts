@@ -292,6 +292,25 @@ describe('transport failures', () => {
     }
   });
 
+  it('ends with an error, and the process lives on, when a response over the limit arrived whole', async () => {
+    // A declared length over the limit used to destroy undici's body stream after the whole
+    // answer had arrived: an 'error' event nobody listened to, which ends the process.
+    const small = createRunner(loaded, { env: {}, maxResponseBytes: 1024 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect(await small.run('smallOverLimit', {})).toEqual({
+          kind: 'error',
+          stepId: 'download',
+          message: `step "download": GET ${api.url}/scim2/small-over-limit: response of 4096 bytes exceeds the limit of 1024 bytes`,
+        });
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect((await runner.run('big', {})).kind).toBe('completed');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('ends with an error naming the step when the connection is refused', async () => {
     const dead = await loadArazzo(docs.path('features.arazzo.yaml'), {
       sourceServers: { api: 'http://127.0.0.1:1/scim2' },

@@ -98,6 +98,7 @@ export {
   constantTimeEqual,
   hashSecret,
   randomToken,
+  secretMatcher,
   sha256Base64Url,
   verifySecret,
 } from './secrets.js';

@@ -18,9 +18,18 @@ export function randomToken(bytes = 32): string {
  * Both sides are hashed first so inputs of different lengths take the same path.
  */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const left = createHash('sha256').update(a, 'utf8').digest();
-  const right = createHash('sha256').update(b, 'utf8').digest();
-  return timingSafeEqual(left, right) && a.length === b.length;
+  return secretMatcher(b)(a);
+}
+
+/**
+ * `constantTimeEqual` against one fixed secret (a configured credential checked on every
+ * request), with the secret's digest worked out once.
+ */
+export function secretMatcher(expected: string): (candidate: string) => boolean {
+  const digest = createHash('sha256').update(expected, 'utf8').digest();
+  return (candidate) =>
+    timingSafeEqual(createHash('sha256').update(candidate, 'utf8').digest(), digest) &&
+    candidate.length === expected.length;
 }
 
 /** SHA-256 of a high-entropy secret (refresh tokens, codes): fast lookups, nothing reversible stored. */

@@ -17,6 +17,7 @@ import type {
   preHandlerAsyncHookHandler,
 } from 'fastify';
 import { McpExchangeRouter } from '../mcp/exchange-router.js';
+import { TRANSPORT_ERROR } from '../mcp/post-messages.js';
 import { createMcpServer, type ServerInfo } from '../mcp/server.js';
 import type { ToolCatalog } from '../tools/catalog.js';
 import { refuseForeignOrigins } from './origin-guard.js';
@@ -56,15 +57,12 @@ export interface HttpAuth {
   trustProxy: boolean;
 }
 
-/** What the MCP SDK's transport answers HTTP-level refusals with (a server-defined code). */
-const TRANSPORT_ERROR = -32000;
-
 /** Streamable HTTP needs only POST when the server keeps no sessions. */
 const NOT_ALLOWED_METHODS = ['GET', 'DELETE', 'PUT', 'PATCH'] as const;
 
 /**
- * The HTTP app: stateless Streamable HTTP at `/mcp` (one MCP server for the app, a transport
- * per POST, see McpExchangeRouter) and `GET /health`.
+ * The HTTP app: stateless Streamable HTTP at `/mcp` (one MCP server for the app, each POST
+ * routed to it, see McpExchangeRouter) and `GET /health`.
  */
 export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstance {
   const app = createApp({ logger: options.logger, trustProxy: options.auth?.trustProxy });
@@ -143,7 +141,7 @@ async function handleMcpPost(
       return;
     }
   }
-  // Any other content type is left to the transport, which answers 415 before reading a body.
+  // Any other content type is left to the router, which answers 415.
   reply.hijack();
   try {
     await router.handle(request.raw, reply.raw, parsedBody);

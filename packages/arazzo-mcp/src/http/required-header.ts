@@ -1,4 +1,4 @@
-import { constantTimeEqual, jsonRpcError } from '@mcp-identity/common';
+import { jsonRpcError, secretMatcher } from '@mcp-identity/common';
 import type { onRequestAsyncHookHandler } from 'fastify';
 
 /** A shared secret every `/mcp` request must carry (the gateway's upstream credential). */
@@ -24,10 +24,11 @@ const UNAUTHORIZED_CODE = -32001;
  */
 export function requireHeader(required: RequiredHeader): onRequestAsyncHookHandler {
   const name = required.name.toLowerCase();
+  const matches = secretMatcher(required.value);
   const message = `Unauthorized: this server answers only requests with a valid ${required.name} header`;
   return async (request, reply) => {
     const sent = request.headers[name];
-    if (typeof sent === 'string' && constantTimeEqual(sent, required.value)) return;
+    if (typeof sent === 'string' && matches(sent)) return;
     request.log.warn(
       { header: required.name, present: sent !== undefined },
       'refused /mcp request',

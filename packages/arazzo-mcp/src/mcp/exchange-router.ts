@@ -1,24 +1,33 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type {
-  Transport,
-  TransportSendOptions,
-} from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ErrorCode,
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
+  type JSONRPCErrorResponse,
   type JSONRPCMessage,
+  type JSONRPCNotification,
+  type JSONRPCRequest,
+  type JSONRPCResultResponse,
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { postMessages, type Refusal } from './post-messages.js';
 import { invalidParamsProblem } from './request-params.js';
+
+// The messages here have passed JSONRPCMessageSchema (postMessages) or come from the SDK server
+// itself, so their members tell their kind: the SDK's isJSONRPC… guards would parse each one
+// again, a whole tool result included.
+const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest =>
+  'method' in message && 'id' in message;
+const isNotification = (message: JSONRPCMessage): message is JSONRPCNotification =>
+  'method' in message && !('id' in message);
+const isResponse = (
+  message: JSONRPCMessage,
+): message is JSONRPCResultResponse | JSONRPCErrorResponse => !('method' in message);
 
 /** Where a request the server is working on came from, and the id its client gave it. */
 interface Origin {
-  exchange: StreamableHTTPServerTransport;
+  exchange: JsonExchange;
   clientId: RequestId;
 }
 
@@ -27,12 +36,13 @@ interface Origin {
  * JSON Schema validator and one set of handlers for the process): `server.connect(router)`
  * once, then `router.handle(...)` for every POST.
  *
- * Each HTTP POST still gets its own SDK transport, which does everything the MCP transport
- * specification asks of the HTTP side (Accept and Content-Type checks, protocol version header,
- * batches, 202 for notifications). The transport's messages are passed to the shared server
- * under ids unique in the process, and each response is sent back to the exchange it came from
- * under the id its client chose. So two clients may use the same JSON-RPC id at the same time
- * without one receiving the other's answer.
+ * Each POST is checked as the MCP transport specification asks of a server without sessions
+ * that answers in JSON (see postMessages), its requests are passed to the shared server under
+ * ids unique in the process, and the answers are written back to the POST they came from under
+ * the ids its client chose, in one write once all are in. So two clients may use the same
+ * JSON-RPC id at the same time without one receiving the other's answer. Written on node:http
+ * directly: the SDK's Node transport converts every request and response to Web objects and
+ * back, and makes a transport object, on every tool call.
  */
 export class McpExchangeRouter implements Transport {
   onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
@@ -50,67 +60,125 @@ export class McpExchangeRouter implements Transport {
   }
 
   /** Called by the shared server for every message it emits. */
-  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    const isResponse = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message);
-    const routerId = isResponse ? message.id : options?.relatedRequestId;
-    // Stateless HTTP has no stream for messages unrelated to a request (list_changed, say).
-    if (typeof routerId !== 'number') return;
-    const origin = this.inFlight.get(routerId);
+  async send(message: JSONRPCMessage): Promise<void> {
+    // An answer in JSON has no room for the notifications or requests a handler sends on the
+    // way (progress, say), nor does stateless HTTP have a stream for unrelated ones: only
+    // responses travel.
+    if (!isResponse(message)) return;
+    if (typeof message.id !== 'number') return;
+    const origin = this.inFlight.get(message.id);
     // The client went away; nobody is listening for the answer.
     if (origin === undefined) return;
-    if (isResponse) {
-      this.inFlight.delete(routerId);
-      await origin.exchange.send({ ...message, id: origin.clientId });
-    } else {
-      await origin.exchange.send(message, { relatedRequestId: origin.clientId });
-    }
+    this.inFlight.delete(message.id);
+    origin.exchange.answer({ ...message, id: origin.clientId });
   }
 
   /**
    * Handles one HTTP POST. `parsedBody` is the JSON body when already parsed; the request's
    * `auth` (the SDK's AuthInfo) reaches the handlers.
    */
-  async handle(request: IncomingMessage, response: ServerResponse, parsedBody: unknown) {
-    const exchange = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
+  async handle(
+    request: IncomingMessage & { auth?: AuthInfo },
+    response: ServerResponse,
+    parsedBody: unknown,
+  ): Promise<void> {
+    const read = postMessages(request, parsedBody);
+    if (read.refusal !== undefined) {
+      this.onerror?.(new Error(read.refusal.message));
+      writeRefusal(response, read.refusal);
+      return;
+    }
+    const extra: MessageExtraInfo = {
+      authInfo: request.auth,
+      requestInfo: { headers: request.headers },
+    };
+    const { messages } = read;
+    if (!messages.some(isRequest)) {
+      for (const message of messages) this.receive(undefined, message, extra);
+      response.writeHead(202);
+      response.end();
+      return;
+    }
+    const exchange = new JsonExchange(response);
+    for (const message of messages) {
+      if (isRequest(message)) exchange.expect(message.id);
+    }
     const ids: number[] = [];
-    exchange.onmessage = (message, extra) => this.receive(exchange, ids, message, extra);
-    exchange.onerror = (error) => this.onerror?.(error);
-    response.on('close', () => {
+    response.once('close', () => {
       for (const id of ids) this.inFlight.delete(id);
-      void exchange.close();
     });
-    await exchange.handleRequest(request, response, parsedBody);
+    for (const message of messages) {
+      const id = this.receive(exchange, message, extra);
+      if (id !== undefined) ids.push(id);
+    }
   }
 
+  /** Passes one message to the server; the router id it got when it is a request. */
   private receive(
-    exchange: StreamableHTTPServerTransport,
-    ids: number[],
+    exchange: JsonExchange | undefined,
     message: JSONRPCMessage,
-    extra: MessageExtraInfo | undefined,
-  ): void {
-    if (isJSONRPCRequest(message)) {
+    extra: MessageExtraInfo,
+  ): number | undefined {
+    if (exchange !== undefined && isRequest(message)) {
       const problem = invalidParamsProblem(message);
       if (problem !== undefined) {
         const error = { code: ErrorCode.InvalidParams, message: problem };
-        exchange
-          .send({ jsonrpc: '2.0', id: message.id, error })
-          .catch((failure: Error) => this.onerror?.(failure));
-        return;
+        exchange.answer({ jsonrpc: '2.0', id: message.id, error });
+        return undefined;
       }
       this.lastId += 1;
-      ids.push(this.lastId);
       this.inFlight.set(this.lastId, { exchange, clientId: message.id });
       this.onmessage?.({ ...message, id: this.lastId }, extra);
-      return;
+      return this.lastId;
     }
-    if (!isJSONRPCNotification(message)) return; // answers to requests this server never sends
+    if (!isNotification(message)) return undefined; // answers to requests never sent
     // A cancellation names its client's id, which is unique neither across clients nor, here,
     // to an exchange (it arrives in a POST of its own): it cannot be attributed safely, so it
     // is dropped. The request runs on; its answer is discarded if its client has gone.
-    if (message.method === 'notifications/cancelled') return;
+    if (message.method === 'notifications/cancelled') return undefined;
     this.onmessage?.(message, extra);
+    return undefined;
   }
+}
+
+/**
+ * The answers one POST waits for, keyed by its client's ids (a batch repeating an id gets one
+ * answer for it, as from the SDK's transport); written as one JSON body once all are in: the
+ * single answer itself, or the array of them in the order the requests came.
+ */
+class JsonExchange {
+  private readonly answers = new Map<RequestId, JSONRPCMessage | undefined>();
+  private waiting = 0;
+
+  constructor(private readonly response: ServerResponse) {}
+
+  expect(id: RequestId): void {
+    if (this.answers.has(id)) return;
+    this.answers.set(id, undefined);
+    this.waiting += 1;
+  }
+
+  answer(message: JSONRPCMessage & { id: RequestId }): void {
+    if (!this.answers.has(message.id) || this.answers.get(message.id) !== undefined) return;
+    this.answers.set(message.id, message);
+    this.waiting -= 1;
+    if (this.waiting > 0) return;
+    const all = [...this.answers.values()];
+    writeJson(this.response, 200, all.length === 1 ? all[0] : all);
+  }
+}
+
+function writeRefusal(response: ServerResponse, refusal: Refusal): void {
+  const error = { code: refusal.code, message: refusal.message };
+  writeJson(response, refusal.status, { jsonrpc: '2.0', error, id: null });
+}
+
+function writeJson(response: ServerResponse, status: number, body: unknown): void {
+  // One write: headers and body leave in a single packet.
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  response.end(text);
 }

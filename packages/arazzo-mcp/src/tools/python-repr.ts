@@ -13,14 +13,42 @@ export function pythonRepr(value: unknown): string {
   if (typeof value === 'number') return pythonNumberRepr(value);
   if (typeof value === 'bigint') return value.toString();
   if (value instanceof Uint8Array) return pythonBytesRepr(value);
-  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
-  if (typeof value === 'object') return pythonDictRepr(Object.entries(value));
+  if (Array.isArray(value)) return listRepr(value);
+  if (typeof value === 'object') return objectRepr(value as Record<string, unknown>);
   return pythonStrRepr(String(value));
+}
+
+// Built by concatenation: a tool result is printed on every call, and map/join with an array
+// of entries per object cost several times as much.
+function listRepr(items: readonly unknown[]): string {
+  let out = '[';
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) out += ', ';
+    out += pythonRepr(items[i]);
+  }
+  return `${out}]`;
+}
+
+function objectRepr(object: Record<string, unknown>): string {
+  let out = '{';
+  let first = true;
+  for (const key of Object.keys(object)) {
+    if (!first) out += ', ';
+    first = false;
+    out += `${pythonStrRepr(key)}: ${pythonRepr(object[key])}`;
+  }
+  return `${out}}`;
 }
 
 /** A dict from ordered entries, so callers can keep an order JavaScript objects would change. */
 export function pythonDictRepr(entries: ReadonlyArray<readonly [string, unknown]>): string {
-  return `{${entries.map(([key, item]) => `${pythonStrRepr(key)}: ${pythonRepr(item)}`).join(', ')}}`;
+  let out = '{';
+  for (let i = 0; i < entries.length; i++) {
+    const [key, item] = entries[i]!;
+    if (i > 0) out += ', ';
+    out += `${pythonStrRepr(key)}: ${pythonRepr(item)}`;
+  }
+  return `${out}}`;
 }
 
 /** Python prefers single quotes and switches to double quotes only to avoid escaping a `'`. */
@@ -34,7 +62,11 @@ const NAMED_ESCAPES: Readonly<Record<string, string>> = { '\t': '\\t', '\n': '\\
 // (Zl, Zp, Zs) characters, except the ASCII space.
 const NOT_PRINTABLE = /^[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]$/u;
 
+// Printable ASCII but the quotes and the backslash: Python prints such text as it is.
+const PLAIN = /^[ !#-&(-[\]-~]*$/;
+
 export function pythonStrRepr(text: string): string {
+  if (PLAIN.test(text)) return `'${text}'`;
   const quote = chooseQuote(text);
   let out = quote;
   // for...of walks code points and yields lone surrogates as themselves, as Python sees them.
@@ -71,6 +103,8 @@ function hexEscape(kind: 'x' | 'u' | 'U', code: number, width: number): string {
 function pythonNumberRepr(value: number): string {
   if (Number.isNaN(value)) return 'nan';
   if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  // Below 2^53 String() prints every digit; above, it may switch to exponent notation.
+  if (Number.isSafeInteger(value)) return String(value);
   if (Number.isInteger(value)) return BigInt(value).toString();
   return pythonFloatRepr(value);
 }

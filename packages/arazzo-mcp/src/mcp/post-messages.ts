@@ -1,0 +1,81 @@
+import type { IncomingMessage } from 'node:http';
+import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
+import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
+import {
+  isInitializeRequest,
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** What the MCP SDK's transport answers HTTP-level refusals with (a server-defined code). */
+export const TRANSPORT_ERROR = -32000;
+
+/** An HTTP-level refusal of a POST, with the JSON-RPC error the body carries. */
+export interface Refusal {
+  status: number;
+  code: number;
+  message: string;
+}
+
+const refuse = (status: number, code: number, message: string) => ({
+  refusal: { status, code, message },
+});
+
+/**
+ * The JSON-RPC messages of one POST to a stateless Streamable HTTP endpoint, or why the POST
+ * is refused: the checks the MCP transport specification (2025-06-18, "Sending Messages to the
+ * Server" and "Protocol Version Header") asks of a server without sessions, in the order and
+ * with the status codes, error codes and messages of the MCP SDK's own transport, so clients
+ * see the same answers. Messages are validated with the SDK's `JSONRPCMessageSchema`.
+ */
+export function postMessages(
+  request: IncomingMessage,
+  parsedBody: unknown,
+): { messages: JSONRPCMessage[]; refusal?: undefined } | { refusal: Refusal } {
+  const accept = request.headers.accept;
+  if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
+    return refuse(
+      406,
+      TRANSPORT_ERROR,
+      'Not Acceptable: Client must accept both application/json and text/event-stream',
+    );
+  }
+  if (!isJsonContentType(request.headers['content-type'])) {
+    return refuse(
+      415,
+      TRANSPORT_ERROR,
+      'Unsupported Media Type: Content-Type must be application/json',
+    );
+  }
+  if (Array.isArray(parsedBody) && parsedBody.length > MAX_BATCH_SIZE) {
+    return refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+  }
+  const batch = Array.isArray(parsedBody) ? parsedBody : [parsedBody];
+  const messages: JSONRPCMessage[] = [];
+  for (const candidate of batch) {
+    const parsed = JSONRPCMessageSchema.safeParse(candidate);
+    if (!parsed.success) return refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
+    messages.push(parsed.data);
+  }
+  // The method test first spares a schema parse of every message that is not an initialize.
+  const initializes = messages.some(
+    (message) =>
+      'method' in message && message.method === 'initialize' && isInitializeRequest(message),
+  );
+  if (initializes) {
+    if (messages.length > 1) {
+      return refuse(400, -32600, 'Invalid Request: Only one initialization request is allowed');
+    }
+    return { messages };
+  }
+  const version = request.headers['mcp-protocol-version'];
+  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
+    return refuse(
+      400,
+      TRANSPORT_ERROR,
+      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+    );
+  }
+  return { messages };
+}
