@@ -1,7 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { hashSecret, verifySecret } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
-import { ReadCache } from '../store/read-cache.js';
+import { dataVersion, ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, notFound } from './errors.js';
 import {
   type Comparison,
@@ -301,7 +301,7 @@ export class UserStore {
 
   /** The cache key of a search's SQL; clears the caches when another connection wrote. */
   private searchCacheKey(ids: string, params: readonly unknown[]): string {
-    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
+    const version = dataVersion(this.db);
     if (version !== this.countsVersion) {
       this.clearSearchCaches();
       this.countsVersion = version;

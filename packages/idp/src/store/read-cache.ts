@@ -19,18 +19,23 @@ class ChangeWatch {
   }
 
   /**
-   * Own writes are counted on every call. Another connection's commit is read once per turn of
-   * the event loop: a commit that lands during a synchronous run is seen from the next turn on,
-   * as if it had come just after the run.
+   * `data_version` opens a read transaction, which costs as much as a small query, so it is
+   * read once per turn of the event loop: a commit by another connection is seen from the next
+   * turn on, as if it had landed just after this one. This connection's writes are counted on
+   * every call (`total_changes()` reads no table).
    */
-  stamp(): [dataVersion: number, totalChanges: number] {
+  version(): number {
     if (this.turnVersion === undefined) {
       this.turnVersion = this.dataVersion.get() as number;
-      queueMicrotask(() => {
+      setImmediate(() => {
         this.turnVersion = undefined;
       });
     }
-    return [this.turnVersion, this.totalChanges.get() as number];
+    return this.turnVersion;
+  }
+
+  stamp(): [dataVersion: number, totalChanges: number] {
+    return [this.version(), this.totalChanges.get() as number];
   }
 }
 
@@ -43,6 +48,11 @@ function watchOf(db: Db): ChangeWatch {
     watches.set(db, watch);
   }
   return watch;
+}
+
+/** SQLite's `data_version` of `db`: it changes when another connection commits (see above). */
+export function dataVersion(db: Db): number {
+  return watchOf(db).version();
 }
 
 /**
