@@ -22,6 +22,11 @@ export type TokenServiceOptions = {
    * on every verification, so disabling or deleting a user stops their tokens at once.
    */
   isUserActive: (userId: string) => boolean;
+  /**
+   * Whether the token being issued is the only request in flight: then it is signed on the
+   * event loop rather than on libuv's thread pool (see `signRs256`). Default: never.
+   */
+  alone?: () => boolean;
 };
 
 /** Client-credentials tokens have the client as subject; any other subject is a user. */
@@ -64,7 +69,12 @@ export class TokenService {
       exp: iat + this.options.accessTokenTtlSeconds,
       jti: randomUUID(),
     };
-    const token = await signRs256({ alg: 'RS256', kid, typ: 'at+jwt' }, claims, key);
+    const token = await signRs256(
+      { alg: 'RS256', kid, typ: 'at+jwt' },
+      claims,
+      key,
+      this.options.alone?.() ?? false,
+    );
     return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
   }
 
