@@ -150,4 +150,36 @@ describe('cached reads never outlive the rows they reflect', async () => {
       'cachedsearch-c',
     ]);
   });
+
+  it('a token revoked after its last use is refused at once, also past the revocations held in memory', async () => {
+    const revoke = async (token: string) => {
+      const response = await fetch(`${idp.url}/oauth2/revoke`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from('admin-app:admin-secret-value').toString('base64')}`,
+        },
+        body: new URLSearchParams({ token }),
+      });
+      expect(response.status).toBe(200);
+    };
+    const status = async (token: string) =>
+      (await idp.scim('GET', '/Users?count=1', { token })).status;
+    const token = await idp.token(['internal_user_mgt_list']);
+    expect(await status(token)).toBe(200);
+    await revoke(token);
+    expect(await status(token)).toBe(401);
+
+    // More revoked tokens than the IdP holds in memory (256): each is looked up instead.
+    const many = await Promise.all(
+      Array.from({ length: 260 }, () => idp.token(['internal_user_mgt_list'])),
+    );
+    for (const each of many.slice(0, 259)) await revoke(each);
+    const kept = many[259]!;
+    expect(await status(kept)).toBe(200);
+    await revoke(kept);
+    expect(await status(kept)).toBe(401);
+    expect(await status(many[0]!)).toBe(401);
+    expect(await status(await idp.token(['internal_user_mgt_list']))).toBe(200);
+  });
 });

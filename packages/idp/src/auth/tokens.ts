@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import { type Db, statement } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
+import { ReadCache } from '../store/read-cache.js';
 import { signRs256, verifyRs256 } from './jws.js';
 
 export type AccessTokenClaims = JWTPayload & {
@@ -33,13 +34,24 @@ export type TokenServiceOptions = {
 export const isUserToken = (claims: Pick<AccessTokenClaims, 'sub' | 'client_id'>): boolean =>
   claims.sub !== claims.client_id;
 
+/**
+ * Revoked token ids held in memory at most: revocations (RFC 7009, reused grants) are rare and
+ * pruned once expired; beyond this many, each verification asks the database instead.
+ */
+const REVOKED_IN_MEMORY = 256;
+
 /** Issues and verifies the IdP's JWT access tokens (RS256, `kid` header). */
 export class TokenService {
+  /** Every revoked `jti`, read again after any write; undefined when there are too many. */
+  private readonly revoked: ReadCache<'all', ReadonlySet<string> | undefined>;
+
   constructor(
     private readonly db: Db,
     private readonly keys: KeyStore,
     private readonly options: TokenServiceOptions,
-  ) {}
+  ) {
+    this.revoked = new ReadCache(db, 1);
+  }
 
   get issuer(): string {
     return this.options.issuer;
@@ -112,6 +124,13 @@ export class TokenService {
   }
 
   private isRevoked(jti: string): boolean {
+    const revoked = this.revoked.get('all', () => {
+      const jtis = statement(this.db, 'SELECT jti FROM revoked_tokens LIMIT ?')
+        .pluck()
+        .all(REVOKED_IN_MEMORY + 1) as string[];
+      return jtis.length > REVOKED_IN_MEMORY ? undefined : new Set(jtis);
+    });
+    if (revoked) return revoked.has(jti);
     return statement(this.db, 'SELECT 1 FROM revoked_tokens WHERE jti = ?').get(jti) !== undefined;
   }
 }
