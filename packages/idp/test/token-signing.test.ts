@@ -44,3 +44,36 @@ describe('tokens signed alone and next to other requests', async () => {
     await check(await idp.token([SCOPE]));
   });
 });
+
+/**
+ * The IdP remembers the tokens it signed (by digest) and skips the RSA check when one comes
+ * back: only those exact bytes may skip it, and every other check still applies.
+ */
+describe('a token the IdP signed itself skips only the RSA check', async () => {
+  let clock = Date.now();
+  const idp = await startTestIdp({ now: () => clock, accessTokenTtlSeconds: 60 });
+  const status = async (token: string) =>
+    (await idp.scim('GET', '/Users?count=1', { token })).status;
+
+  it('refuses an altered copy of a token it has just signed', async () => {
+    const token = await idp.token([SCOPE]);
+    const [header64, payload64, signature64] = token.split('.') as [string, string, string];
+    const flipped = `${signature64.slice(0, 10)}${signature64[10] === 'A' ? 'B' : 'A'}${signature64.slice(11)}`;
+    expect(await status(`${header64}.${payload64}.${flipped}`)).toBe(401);
+    const payload = JSON.parse(Buffer.from(payload64, 'base64url').toString()) as {
+      scope: string;
+    };
+    const widened = Buffer.from(
+      JSON.stringify({ ...payload, scope: `${payload.scope} internal_user_mgt_delete` }),
+    ).toString('base64url');
+    expect(await status(`${header64}.${widened}.${signature64}`)).toBe(401);
+    expect(await status(token)).toBe(200);
+  });
+
+  it('refuses a token it has just signed once it has expired', async () => {
+    const token = await idp.token([SCOPE]);
+    expect(await status(token)).toBe(200);
+    clock += 61_000;
+    expect(await status(token)).toBe(401);
+  });
+});

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sha256Base64Url } from '@mcp-identity/common';
 import type { JWTPayload } from 'jose';
 import { type Db, statement } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
@@ -39,11 +40,18 @@ export const isUserToken = (claims: Pick<AccessTokenClaims, 'sub' | 'client_id'>
  * pruned once expired; beyond this many, each verification asks the database instead.
  */
 const REVOKED_IN_MEMORY = 256;
+/**
+ * Tokens signed by this process remembered (by SHA-256) so that verifying one skips the RSA
+ * check: tools present each token moments after getting it. Older ones are verified as others.
+ */
+const SIGNED_REMEMBERED = 8192;
 
 /** Issues and verifies the IdP's JWT access tokens (RS256, `kid` header). */
 export class TokenService {
   /** Every revoked `jti`, read again after any write; undefined when there are too many. */
   private readonly revoked: ReadCache<'all', ReadonlySet<string> | undefined>;
+  /** Digests of the tokens this process signed lately, oldest first. */
+  private readonly signed = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -87,12 +95,19 @@ export class TokenService {
       key,
       this.options.alone?.() ?? false,
     );
+    if (this.signed.size >= SIGNED_REMEMBERED)
+      this.signed.delete(this.signed.values().next().value!);
+    this.signed.add(sha256Base64Url(token));
     return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
   }
 
   /** The claims of a valid, unrevoked token of this issuer; undefined otherwise. */
   async verify(token: string): Promise<AccessTokenClaims | undefined> {
-    const payload = verifyRs256(token, (kid) => this.keys.verificationKey(kid));
+    const payload = verifyRs256(
+      token,
+      (kid) => this.keys.verificationKey(kid),
+      this.signed.has(sha256Base64Url(token)),
+    );
     if (!payload || !this.validClaims(payload)) return undefined;
     const claims = payload as AccessTokenClaims;
     if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
