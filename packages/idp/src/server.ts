@@ -118,6 +118,8 @@ function createCore(
   dataDir: string,
   options: Pick<IdpOptions, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'now'> & {
     create?: boolean;
+    /** Whether the current request is the only one the server is serving. */
+    alone?: () => boolean;
   },
   urls: { base: () => string; issuer: () => string },
 ): Core {
@@ -147,6 +149,7 @@ function createCore(
     accessTokenTtlSeconds: accessTtl,
     now: nowSeconds,
     isUserActive: (userId) => isActiveUser(service.users, userId),
+    ...(options.alone ? { alone: options.alone } : {}),
   });
   const grants = new GrantStore(db, {
     codeTtlSeconds: 120,
@@ -192,10 +195,12 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
   const logger = options.logger ?? createLogger({ name: 'idp', destination: batchedStdout() });
   let publicUrl = '';
   let issuer = '';
-  const core = createCore(options.dataDir, options, {
-    base: () => publicUrl,
-    issuer: () => issuer,
-  });
+  let inFlight = 0;
+  const core = createCore(
+    options.dataDir,
+    { ...options, alone: () => inFlight === 1 },
+    { base: () => publicUrl, issuer: () => issuer },
+  );
   try {
     await core.keys.ensureActiveKey();
     const document =
@@ -211,6 +216,14 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
     });
     const routes = requireAccessRules(app);
+    // Counted from the router's match to the end of the response (or of its connection).
+    app.addHook('onRequest', (_request, reply, done) => {
+      inFlight++;
+      reply.raw.once('close', () => {
+        inFlight--;
+      });
+      done();
+    });
     // Every route reads its own body, so each surface answers bad input in its own shape.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>

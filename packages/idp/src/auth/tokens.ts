@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { sha256Base64Url } from '@mcp-identity/common';
 import type { JWTPayload } from 'jose';
 import { type Db, statement } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
+import { ReadCache } from '../store/read-cache.js';
 import { signRs256, verifyRs256 } from './jws.js';
 
 export type AccessTokenClaims = JWTPayload & {
@@ -22,19 +24,42 @@ export type TokenServiceOptions = {
    * on every verification, so disabling or deleting a user stops their tokens at once.
    */
   isUserActive: (userId: string) => boolean;
+  /**
+   * Whether the token being issued is the only request in flight: then it is signed on the
+   * event loop rather than on libuv's thread pool (see `signRs256`). Default: never.
+   */
+  alone?: () => boolean;
 };
 
 /** Client-credentials tokens have the client as subject; any other subject is a user. */
 export const isUserToken = (claims: Pick<AccessTokenClaims, 'sub' | 'client_id'>): boolean =>
   claims.sub !== claims.client_id;
 
+/**
+ * Revoked token ids held in memory at most: revocations (RFC 7009, reused grants) are rare and
+ * pruned once expired; beyond this many, each verification asks the database instead.
+ */
+const REVOKED_IN_MEMORY = 256;
+/**
+ * Tokens signed by this process remembered (by SHA-256) so that verifying one skips the RSA
+ * check: tools present each token moments after getting it. Older ones are verified as others.
+ */
+const SIGNED_REMEMBERED = 8192;
+
 /** Issues and verifies the IdP's JWT access tokens (RS256, `kid` header). */
 export class TokenService {
+  /** Every revoked `jti`, read again after any write; undefined when there are too many. */
+  private readonly revoked: ReadCache<'all', ReadonlySet<string> | undefined>;
+  /** Digests of the tokens this process signed lately, oldest first. */
+  private readonly signed = new Set<string>();
+
   constructor(
     private readonly db: Db,
     private readonly keys: KeyStore,
     private readonly options: TokenServiceOptions,
-  ) {}
+  ) {
+    this.revoked = new ReadCache(db, 1);
+  }
 
   get issuer(): string {
     return this.options.issuer;
@@ -64,13 +89,25 @@ export class TokenService {
       exp: iat + this.options.accessTokenTtlSeconds,
       jti: randomUUID(),
     };
-    const token = await signRs256({ alg: 'RS256', kid, typ: 'at+jwt' }, claims, key);
+    const token = await signRs256(
+      { alg: 'RS256', kid, typ: 'at+jwt' },
+      claims,
+      key,
+      this.options.alone?.() ?? false,
+    );
+    if (this.signed.size >= SIGNED_REMEMBERED)
+      this.signed.delete(this.signed.values().next().value!);
+    this.signed.add(sha256Base64Url(token));
     return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
   }
 
   /** The claims of a valid, unrevoked token of this issuer; undefined otherwise. */
   async verify(token: string): Promise<AccessTokenClaims | undefined> {
-    const payload = verifyRs256(token, (kid) => this.keys.verificationKey(kid));
+    const payload = verifyRs256(
+      token,
+      (kid) => this.keys.verificationKey(kid),
+      this.signed.has(sha256Base64Url(token)),
+    );
     if (!payload || !this.validClaims(payload)) return undefined;
     const claims = payload as AccessTokenClaims;
     if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
@@ -102,6 +139,13 @@ export class TokenService {
   }
 
   private isRevoked(jti: string): boolean {
+    const revoked = this.revoked.get('all', () => {
+      const jtis = statement(this.db, 'SELECT jti FROM revoked_tokens LIMIT ?')
+        .pluck()
+        .all(REVOKED_IN_MEMORY + 1) as string[];
+      return jtis.length > REVOKED_IN_MEMORY ? undefined : new Set(jtis);
+    });
+    if (revoked) return revoked.has(jti);
     return statement(this.db, 'SELECT 1 FROM revoked_tokens WHERE jti = ?').get(jti) !== undefined;
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Db, inTransaction, statement } from '../store/db.js';
+import { ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import {
   entryMatches,
@@ -34,10 +35,19 @@ const isObject = (v: unknown): v is Json =>
  * deliberately differ is listed in the README (WSO2 compatibility).
  */
 export class GroupStore {
+  private readonly userGroups: UserRefs;
+
   constructor(
     private readonly db: Db,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.userGroups = new UserRefs(
+      db,
+      `SELECT m.user_id AS userId, g.id AS value, g.display_name AS display FROM group_members m
+       JOIN groups_ g ON g.id = m.group_id WHERE m.user_id IN (SELECT value FROM json_each(?))
+       ORDER BY g.display_name_lc`,
+    );
+  }
 
   create(body: unknown): GroupRecord {
     if (!isObject(body)) throw invalidSyntax('The request body must be a JSON object.');
@@ -132,14 +142,8 @@ export class GroupStore {
   }
 
   /** The groups of each of `userIds` (one query for a whole page of users). */
-  groupsOfUsers(userIds: readonly string[]): Map<string, UserRef[]> {
-    return refsOfUsers(
-      this.db,
-      `SELECT m.user_id AS userId, g.id AS value, g.display_name AS display FROM group_members m
-       JOIN groups_ g ON g.id = m.group_id WHERE m.user_id IN (SELECT value FROM json_each(?))
-       ORDER BY g.display_name_lc`,
-      userIds,
-    );
+  groupsOfUsers(userIds: readonly string[]): UserRefsByUser {
+    return this.userGroups.of(userIds);
   }
 
   findByName(name: string): GroupRecord | undefined {
@@ -278,23 +282,37 @@ function readMembers(value: unknown): { value: string; display?: string }[] {
 /** A group or role as listed on a user. */
 export type UserRef = { value: string; display: string };
 
+/** Groups or roles listed on users, by user id; shared between readers, so read-only. */
+export type UserRefsByUser = ReadonlyMap<string, readonly Readonly<UserRef>[]>;
+
 /**
- * The `{userId, value, display}` rows `sql` selects for the users (bound as a JSON array), as
- * lists of `{value, display}` per user, in row order.
+ * The `{userId, value, display}` rows a query selects for a page of users (bound as a JSON
+ * array), as lists of `{value, display}` per user in row order; kept until the next write.
  */
-export function refsOfUsers(
-  db: Db,
-  sql: string,
-  userIds: readonly string[],
-): Map<string, UserRef[]> {
-  const rows = statement(db, sql).all(JSON.stringify(userIds)) as (UserRef & { userId: string })[];
-  const byUser = new Map<string, UserRef[]>();
-  for (const { userId, value, display } of rows) {
-    const list = byUser.get(userId) ?? [];
-    list.push({ value, display });
-    byUser.set(userId, list);
+export class UserRefs {
+  private readonly pages: ReadCache<string, UserRefsByUser>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly sql: string,
+  ) {
+    this.pages = new ReadCache(db, 64);
   }
-  return byUser;
+
+  of(userIds: readonly string[]): UserRefsByUser {
+    return this.pages.get(userIds.join(' '), () => {
+      const rows = statement(this.db, this.sql).all(JSON.stringify(userIds)) as (UserRef & {
+        userId: string;
+      })[];
+      const byUser = new Map<string, UserRef[]>();
+      for (const { userId, value, display } of rows) {
+        const list = byUser.get(userId) ?? [];
+        list.push({ value, display });
+        byUser.set(userId, list);
+      }
+      return byUser;
+    });
+  }
 }
 
 /** The current members a remove operation's value lists, by `value` or else by `display`. */

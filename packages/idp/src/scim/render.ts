@@ -32,8 +32,8 @@ export class Locations {
 }
 
 export type UserRelations = {
-  groups: { value: string; display: string }[];
-  roles: { value: string; display: string }[];
+  groups: readonly Readonly<{ value: string; display: string }>[];
+  roles: readonly Readonly<{ value: string; display: string }>[];
 };
 
 export function renderUser(

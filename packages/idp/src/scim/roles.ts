@@ -8,7 +8,7 @@ import {
   parseFilter,
   valueFilterPolicy,
 } from './filter.js';
-import { refsOfUsers, type UserRef } from './groups.js';
+import { UserRefs, type UserRefsByUser } from './groups.js';
 import type { PatchOperation } from './patch.js';
 
 /** The root organization every organization-audience role belongs to. */
@@ -50,12 +50,19 @@ export type RoleStoreOptions = {
  */
 export class RoleStore {
   private readonly now: () => Date;
+  private readonly userRoles: UserRefs;
 
   constructor(
     private readonly db: Db,
     private readonly options: RoleStoreOptions,
   ) {
     this.now = options.now ?? (() => new Date());
+    this.userRoles = new UserRefs(
+      db,
+      `SELECT ru.user_id AS userId, r.id AS value, r.display_name AS display FROM role_users ru
+       JOIN roles r ON r.id = ru.role_id WHERE ru.user_id IN (SELECT value FROM json_each(?))
+       ORDER BY r.display_name`,
+    );
   }
 
   /** Sections a create or PUT body writes to. */
@@ -217,14 +224,8 @@ export class RoleStore {
   }
 
   /** Roles of each of `userIds` (direct only), for the user representation. */
-  rolesOfUsers(userIds: readonly string[]): Map<string, UserRef[]> {
-    return refsOfUsers(
-      this.db,
-      `SELECT ru.user_id AS userId, r.id AS value, r.display_name AS display FROM role_users ru
-       JOIN roles r ON r.id = ru.role_id WHERE ru.user_id IN (SELECT value FROM json_each(?))
-       ORDER BY r.display_name`,
-      userIds,
-    );
+  rolesOfUsers(userIds: readonly string[]): UserRefsByUser {
+    return this.userRoles.of(userIds);
   }
 
   private applyOperation(role: RoleRecord, op: string, path: string, value: unknown): void {

@@ -1,6 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { hashSecret, verifySecret } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
+import { dataVersion, ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, notFound } from './errors.js';
 import {
   type Comparison,
@@ -62,6 +63,10 @@ export class UserStore {
   private readonly counts = new Map<string, number>();
   /** Comparisons `narrowSearch` found with more than NARROW_MATCHES users; kept like `counts`. */
   private readonly broad = new Set<string>();
+  /** Sorted ids of the comparisons `narrowSearch` answered; kept like `counts`. */
+  private readonly narrow = new Map<string, string[]>();
+  /** Pages of stored users by their ids, read again after any write to the database. */
+  private readonly pages: ReadCache<string, UserRow[]>;
   private countsVersion = -1;
   private worker: SearchWorker | undefined;
   private dummyHash: Promise<string> | undefined;
@@ -69,7 +74,9 @@ export class UserStore {
   constructor(
     private readonly db: Db,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.pages = new ReadCache(db, 64);
+  }
 
   schema(): UserSchema {
     if (!this.schemaCache) {
@@ -246,16 +253,23 @@ export class UserStore {
     // A filter found broad before goes straight to the worker (a probe would be wasted work).
     const key = this.searchCacheKey(sql, params);
     if (this.broad.has(key)) return undefined;
-    const ids = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
-      .pluck()
-      .all(...params) as string[];
-    if (ids.length > NARROW_MATCHES) {
-      if (this.broad.size >= COUNT_CACHE_SIZE) this.broad.delete(this.broad.values().next().value!);
-      this.broad.add(key);
-      return undefined;
+    let ids = this.narrow.get(key);
+    if (!ids) {
+      ids = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
+        .pluck()
+        .all(...params) as string[];
+      if (ids.length > NARROW_MATCHES) {
+        if (this.broad.size >= COUNT_CACHE_SIZE)
+          this.broad.delete(this.broad.values().next().value!);
+        this.broad.add(key);
+        return undefined;
+      }
+      // Ids are ASCII, so JavaScript's order is SQLite's (BINARY) order.
+      ids.sort();
+      if (this.narrow.size >= COUNT_CACHE_SIZE)
+        this.narrow.delete(this.narrow.keys().next().value!);
+      this.narrow.set(key, ids);
     }
-    // Ids are ASCII, so JavaScript's order is SQLite's (BINARY) order.
-    ids.sort();
     const from = page.startIndex - 1;
     return { total: ids.length, rows: this.rowsByIds(ids.slice(from, from + page.count)) };
   }
@@ -280,13 +294,14 @@ export class UserStore {
     ).all(JSON.stringify(ids)) as UserRow[];
   }
 
+  /** A page of users (a page is short: its ids are the cache key). */
   private rowsByIds(ids: readonly string[]): Json[] {
-    return this.rawRowsByIds(ids).map(toRecord);
+    return this.pages.get(ids.join(' '), () => this.rawRowsByIds(ids)).map(toRecord);
   }
 
   /** The cache key of a search's SQL; clears the caches when another connection wrote. */
   private searchCacheKey(ids: string, params: readonly unknown[]): string {
-    const version = statement(this.db, 'PRAGMA data_version').pluck().get() as number;
+    const version = dataVersion(this.db);
     if (version !== this.countsVersion) {
       this.clearSearchCaches();
       this.countsVersion = version;
@@ -297,6 +312,7 @@ export class UserStore {
   private clearSearchCaches(): void {
     this.counts.clear();
     this.broad.clear();
+    this.narrow.clear();
   }
 
   /**

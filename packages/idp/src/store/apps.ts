@@ -8,6 +8,7 @@ import {
   verifySecret,
 } from '@mcp-identity/common';
 import { type Db, statement } from './db.js';
+import { ReadCache } from './read-cache.js';
 
 /**
  * Client ids are letters and digits only, as WSO2 issues them: a base64url id may begin with
@@ -79,18 +80,21 @@ function checkRedirectUris(uris: readonly string[] | undefined): void {
   }
 }
 
+// Frozen: one object may be handed to many requests (see `AppStore.rows`).
 function toApplication(row: AppRow): Application {
-  return {
+  return Object.freeze({
     clientId: row.client_id,
     name: row.name,
-    grantTypes: JSON.parse(row.grant_types) as GrantType[],
-    scopes: JSON.parse(row.scopes) as string[],
-    redirectUris: JSON.parse(row.redirect_uris) as string[],
+    grantTypes: Object.freeze(JSON.parse(row.grant_types)) as GrantType[],
+    scopes: Object.freeze(JSON.parse(row.scopes)) as string[],
+    redirectUris: Object.freeze(JSON.parse(row.redirect_uris)) as string[],
     dynamic: row.dynamic === 1,
     confidential: row.secret_hash !== null,
     createdAt: row.created_at,
-  };
+  });
 }
+
+type StoredApplication = { app: Application; secretHash: string | null };
 
 /** OAuth client applications; secrets are stored as scrypt hashes and shown once. */
 export class AppStore {
@@ -100,8 +104,12 @@ export class AppStore {
    * stored hash, which invalidates the entry.
    */
   private readonly verified = new Map<string, { storedHash: string; digest: string }>();
+  /** Applications by client id, read again after any write to the database. */
+  private readonly rows: ReadCache<string, StoredApplication | undefined>;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.rows = new ReadCache(db, 256);
+  }
 
   async create(
     input: CreateApplicationInput,
@@ -135,10 +143,16 @@ export class AppStore {
   }
 
   get(clientId: string): Application | undefined {
-    const row = statement(this.db, 'SELECT * FROM apps WHERE client_id = ?').get(clientId) as
-      | AppRow
-      | undefined;
-    return row ? toApplication(row) : undefined;
+    return this.stored(clientId)?.app;
+  }
+
+  private stored(clientId: string): StoredApplication | undefined {
+    return this.rows.get(clientId, () => {
+      const row = statement(this.db, 'SELECT * FROM apps WHERE client_id = ?').get(clientId) as
+        | AppRow
+        | undefined;
+      return row && { app: toApplication(row), secretHash: row.secret_hash };
+    });
   }
 
   list(): Application[] {
@@ -200,17 +214,16 @@ export class AppStore {
 
   /** The application when `secret` matches its stored hash. */
   async authenticate(clientId: string, secret: string): Promise<Application | undefined> {
-    const row = statement(this.db, 'SELECT * FROM apps WHERE client_id = ?').get(clientId) as
-      | AppRow
-      | undefined;
-    if (!row?.secret_hash) return undefined;
+    const stored = this.stored(clientId);
+    if (!stored?.secretHash) return undefined;
+    const { app, secretHash } = stored;
     const digest = sha256Base64Url(secret);
     const cached = this.verified.get(clientId);
-    if (cached?.storedHash === row.secret_hash && constantTimeEqual(cached.digest, digest)) {
-      return toApplication(row);
+    if (cached?.storedHash === secretHash && constantTimeEqual(cached.digest, digest)) {
+      return app;
     }
-    if (!(await verifySecret(secret, row.secret_hash))) return undefined;
-    this.verified.set(clientId, { storedHash: row.secret_hash, digest });
-    return toApplication(row);
+    if (!(await verifySecret(secret, secretHash))) return undefined;
+    this.verified.set(clientId, { storedHash: secretHash, digest });
+    return app;
   }
 }

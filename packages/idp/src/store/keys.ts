@@ -1,6 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { type Db, statement } from './db.js';
+import { ReadCache } from './read-cache.js';
 
 type SigningKey = { kid: string; key: KeyObject };
 
@@ -12,12 +13,21 @@ type SigningKey = { kid: string; key: KeyObject };
 export class KeyStore {
   /** KeyObjects by `kid` (private) and `public:<kid>`; a key's material never changes. */
   private readonly imported = new Map<string, KeyObject>();
+  /** The active key and the published ones, read again after any write to the database. */
+  private readonly active: ReadCache<'active', SigningKey | undefined>;
+  private readonly published: ReadCache<
+    string,
+    { key: KeyObject; retiredAt: number | null } | undefined
+  >;
 
   constructor(
     private readonly db: Db,
     private readonly retentionSeconds: number,
     private readonly now: () => number = () => Math.floor(Date.now() / 1000),
-  ) {}
+  ) {
+    this.active = new ReadCache(db, 1);
+    this.published = new ReadCache(db, 64);
+  }
 
   /** Creates the first key when none is active. */
   async ensureActiveKey(): Promise<void> {
@@ -41,20 +51,36 @@ export class KeyStore {
     return kid;
   }
 
-  /** The active key, read on every call so a rotation by another process is picked up. */
+  /** The active key; a rotation (by another process too) is a write, so it is picked up. */
   signingKey(): SigningKey {
-    const row = this.activeRow();
-    if (!row) throw new Error('no active signing key');
-    return { kid: row.kid, key: this.importKey(row.kid, row.private_jwk, createPrivateKey) };
+    const active = this.active.get('active', () => {
+      const row = this.activeRow();
+      return (
+        row && { kid: row.kid, key: this.importKey(row.kid, row.private_jwk, createPrivateKey) }
+      );
+    });
+    if (!active) throw new Error('no active signing key');
+    return active;
   }
 
   /** Public key for `kid` if it is still published. */
   verificationKey(kid: string): KeyObject | undefined {
-    const row = statement(
-      this.db,
-      'SELECT public_jwk FROM signing_keys WHERE kid = ? AND (retired_at IS NULL OR retired_at > ?)',
-    ).get(kid, this.now() - this.retentionSeconds) as { public_jwk: string } | undefined;
-    return row ? this.importKey(`public:${kid}`, row.public_jwk, createPublicKey) : undefined;
+    const found = this.published.get(kid, () => {
+      const row = statement(
+        this.db,
+        'SELECT public_jwk, retired_at FROM signing_keys WHERE kid = ?',
+      ).get(kid) as { public_jwk: string; retired_at: number | null } | undefined;
+      return (
+        row && {
+          key: this.importKey(`public:${kid}`, row.public_jwk, createPublicKey),
+          retiredAt: row.retired_at,
+        }
+      );
+    });
+    // The retention window moves with the clock, so it is checked on every call.
+    const published =
+      found && (found.retiredAt === null || found.retiredAt > this.now() - this.retentionSeconds);
+    return published ? found.key : undefined;
   }
 
   /** Current and not-yet-expired retired public keys. */
