@@ -66,6 +66,7 @@ export {
   CORS_ALLOW_HEADERS,
   CORS_EXPOSE_HEADERS,
   CORS_PREFLIGHT_REFUSED,
+  type CorsHeaderTarget,
   type CorsOptions,
   type CorsOutcome,
   createCors,

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
@@ -122,6 +122,11 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 /** How `applyCors` leaves a request: go on serving it, or answer its preflight. */
 export type CorsOutcome = 'serve' | 'preflight-allowed' | 'preflight-refused';
 
+/** Where CORS response headers go: a `ServerResponse`, or anything that writes them with the answer. */
+export interface CorsHeaderTarget {
+  setHeader(name: string, value: string): unknown;
+}
+
 /** The body of the 403 answering a preflight from an Origin that is not allowed. */
 export const CORS_PREFLIGHT_REFUSED = { error: 'forbidden', message: 'Origin not allowed.' };
 
@@ -143,7 +148,7 @@ export function createCors(options: Omit<CorsOptions, 'paths'>) {
   return function applyCors(
     method: string,
     headers: IncomingHttpHeaders,
-    response: ServerResponse,
+    response: CorsHeaderTarget,
   ): CorsOutcome {
     response.setHeader('vary', 'Origin');
     const origin = headerValue(headers.origin);

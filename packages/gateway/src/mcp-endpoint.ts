@@ -55,8 +55,13 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
     http.sendJson(error.status, errorReplyBody(error.status, error.message));
   };
 
+  /** Called from event and promise callbacks: nothing may escape it. */
   const handle = (exchange: McpExchange, http: McpHttp) => {
-    handling.handle(exchange, http).catch((error) => failed(http, error));
+    try {
+      handling.handle(exchange, http)?.catch((error) => failed(http, error));
+    } catch (error) {
+      failed(http, error);
+    }
   };
 
   /** Body stage: the budget, then the body as its method and headers call for. */
@@ -98,7 +103,7 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
 
   const serve = (runtime: ProxyRuntime, http: McpHttp) => {
     const { headers, method } = http;
-    const cors = applyCors(method, headers, http.response);
+    const cors = applyCors(method, headers, http);
     if (cors === 'preflight-refused') return http.sendJson(403, CORS_PREFLIGHT_REFUSED);
     if (cors === 'preflight-allowed') return http.sendEmpty(204);
     const remoteAddress = http.request.socket.remoteAddress ?? '';

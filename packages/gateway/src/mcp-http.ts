@@ -24,6 +24,7 @@ export class McpHttp {
   /** The request body once read; undefined while unread (and for GET and HEAD). */
   body: Buffer | undefined = undefined;
   private requestId: string | undefined = undefined;
+  private ownHeaders: Record<string, string> | undefined = undefined;
 
   constructor(
     readonly request: IncomingMessage,
@@ -63,13 +64,25 @@ export class McpHttp {
     );
   }
 
-  /** Asks the client to close the connection after this answer. */
-  closeConnection(): void {
-    this.response.setHeader('connection', 'close');
+  /**
+   * Adds a header to whichever answer this request gets (CORS headers, `connection`). Kept
+   * here rather than set on the response: a response with headers already set makes Node merge
+   * and re-validate every header of the upstream's head one by one.
+   */
+  setHeader(name: string, value: string): void {
+    this.ownHeaders ??= {};
+    this.ownHeaders[name] = value;
   }
 
-  /** Starts an answer with these headers (merged with those already set, such as CORS). */
+  /** Asks the client to close the connection after this answer. */
+  closeConnection(): void {
+    this.setHeader('connection', 'close');
+  }
+
+  /** Starts an answer with these headers; the gateway's own ones win over them. */
   writeHead(status: number, headers: OutgoingHttpHeaders): void {
+    const own = this.ownHeaders;
+    if (own) for (const name in own) headers[name] = own[name];
     // While the server shuts down, keep-alive connections must not outlive this answer.
     if (this.app.closing) headers.connection = 'close';
     this.response.writeHead(status, headers);
@@ -78,19 +91,16 @@ export class McpHttp {
   /** A whole JSON answer from the gateway itself. */
   sendJson(status: number, body: unknown, headers?: Readonly<Record<string, string>>): void {
     const payload = JSON.stringify(body);
-    const { response } = this;
-    if (headers) for (const name in headers) response.setHeader(name, headers[name] as string);
-    response.setHeader('content-type', JSON_CONTENT_TYPE);
-    response.setHeader('content-length', Buffer.byteLength(payload));
-    if (this.app.closing) response.setHeader('connection', 'close');
-    response.statusCode = status;
-    response.end(payload);
+    const head: OutgoingHttpHeaders = { ...headers };
+    head['content-type'] = JSON_CONTENT_TYPE;
+    head['content-length'] = Buffer.byteLength(payload);
+    this.writeHead(status, head);
+    this.response.end(payload);
   }
 
   /** An answer without a body (a CORS preflight's 204). */
   sendEmpty(status: number): void {
-    if (this.app.closing) this.response.setHeader('connection', 'close');
-    this.response.statusCode = status;
+    this.writeHead(status, {});
     this.response.end();
   }
 }

@@ -9,8 +9,11 @@ import { forwardToUpstream, type ListFilter } from './upstream-forwarding.js';
 export interface McpRequestHandling {
   /** Header stage: runs the policies that decide before the body is read. */
   onHeaders(exchange: McpExchange, http: McpHttp): Promise<void> | undefined;
-  /** Body stage: parses, checks the protocol version, runs the policies, forwards. */
-  handle(exchange: McpExchange, http: McpHttp): Promise<void>;
+  /**
+   * Body stage: parses, checks the protocol version, runs the policies, forwards. A promise
+   * only while something asynchronous is under way (a policy, or a list being filtered).
+   */
+  handle(exchange: McpExchange, http: McpHttp): Promise<void> | undefined;
   /** Answers from the gateway itself (not a policy), with the audit line. */
   answer(
     exchange: McpExchange,
@@ -125,7 +128,7 @@ export function createMcpRequestHandling(options: {
       return passed instanceof Promise ? passed.then(() => undefined) : undefined;
     },
 
-    async handle(exchange, http) {
+    handle(exchange, http) {
       const { runtime } = exchange;
       const { body } = http;
       if (http.method === 'POST') {
@@ -133,7 +136,8 @@ export function createMcpRequestHandling(options: {
           const parsed = parseMcpBody(body ?? '');
           if (!parsed.ok) {
             const error = jsonRpcError(null, parsed.code, parsed.message, parsed.data);
-            return answer(exchange, http, 400, 'bad_request', 'invalid JSON-RPC', error);
+            answer(exchange, http, 400, 'bad_request', 'invalid JSON-RPC', error);
+            return undefined;
           }
           exchange.call = parsed.call;
         } else {
@@ -151,30 +155,37 @@ export function createMcpRequestHandling(options: {
             requested: version,
           },
         );
-        return answer(exchange, http, 400, 'bad_request', 'unsupported protocol version', error);
+        answer(exchange, http, 400, 'bad_request', 'unsupported protocol version', error);
+        return undefined;
       }
       const passed = runPolicies(exchange, http, runtime.policies, 'onRequest');
-      if (!(passed instanceof Promise ? await passed : passed)) return;
-
-      const { call } = exchange;
-      let filter: ListFilter | undefined;
-      if (runtime.listPolicies.length > 0 && call && isListMethod(call.method)) {
-        const listMethod = call.method;
-        filter = {
-          key: LIST_RESULT_KEY[listMethod],
-          keep: (item) =>
-            runtime.listPolicies.every((p) => p.onListItem?.(exchange, listMethod, item) ?? true),
-        };
+      if (passed instanceof Promise) {
+        return passed.then((go) => (go ? forward(exchange, http) : undefined));
       }
-      return forwardToUpstream({
-        http,
-        exchange,
-        log,
-        body,
-        id: call ? call.id : requestIdOf(body),
-        filter,
-        finish,
-      });
+      return passed ? forward(exchange, http) : undefined;
     },
   };
+
+  function forward(exchange: McpExchange, http: McpHttp): Promise<void> | undefined {
+    const { runtime, call } = exchange;
+    const { body } = http;
+    let filter: ListFilter | undefined;
+    if (runtime.listPolicies.length > 0 && call && isListMethod(call.method)) {
+      const listMethod = call.method;
+      filter = {
+        key: LIST_RESULT_KEY[listMethod],
+        keep: (item) =>
+          runtime.listPolicies.every((p) => p.onListItem?.(exchange, listMethod, item) ?? true),
+      };
+    }
+    return forwardToUpstream({
+      http,
+      exchange,
+      log,
+      body,
+      id: call ? call.id : requestIdOf(body),
+      filter,
+      finish,
+    });
+  }
 }

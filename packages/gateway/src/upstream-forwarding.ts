@@ -104,13 +104,10 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
  * arrive with the upstream's own headers, never re-framed, except list results a policy
  * filters. Every stream and socket error ends this exchange only.
  */
-export function forwardToUpstream(f: Forwarding): Promise<void> {
-  if (f.filter === undefined) {
-    return new Promise((resolve) => {
-      f.exchange.runtime.pool.dispatch(upstreamRequest(f), new PassThroughHandler(f, resolve));
-    });
-  }
-  return forwardFiltered(f, f.filter);
+export function forwardToUpstream(f: Forwarding): Promise<void> | undefined {
+  if (f.filter !== undefined) return forwardFiltered(f, f.filter);
+  f.exchange.runtime.pool.dispatch(upstreamRequest(f), new PassThroughHandler(f));
+  return undefined;
 }
 
 const CLIENT_GONE = 'client closed the connection';
@@ -127,10 +124,7 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
   private streaming = false;
   private settled = false;
 
-  constructor(
-    private readonly f: Forwarding,
-    private readonly resolve: () => void,
-  ) {
+  constructor(private readonly f: Forwarding) {
     f.http.response.once('close', this.onClientClose);
   }
 
@@ -207,7 +201,6 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
     this.f.http.response.off('close', this.onClientClose);
     this.f.http.response.off('drain', this.onDrain);
     this.f.finish(this.f.exchange);
-    this.resolve();
   }
 }
 
@@ -295,7 +288,7 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
       // Only a list being read for filtering fails before its headers went out.
       exchange.decision = 'upstream_error';
       exchange.reason = error instanceof ListTooLarge ? error.message : 'unreadable list result';
-      raw.writeHead(502, { 'content-type': 'application/json' });
+      http.writeHead(502, { 'content-type': 'application/json' });
       raw.end(JSON.stringify(jsonRpcError(f.id, -32000, 'Upstream list could not be filtered')));
     }
   }
