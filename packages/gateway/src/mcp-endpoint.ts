@@ -85,7 +85,8 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
         );
         return;
       }
-      http.response.once('close', () => bodyBudget.release(bytes));
+      // 'close' comes once: `on` spares the wrapper `once` would make.
+      http.response.on('close', () => bodyBudget.release(bytes));
     }
     if (BODYLESS_METHODS.has(method)) return handle(exchange, http);
     const contentType = headers['content-type'];

@@ -21,15 +21,20 @@ const TOKEN = /^[\w!#$%&'*+.^`|~-]+$/;
  * tokens, then optional parameters). The parameters are not judged.
  */
 export function isMediaType(contentType: string): boolean {
+  if (contentType === lastMediaType) return true;
   const semicolon = contentType.indexOf(';');
   const mediaType = semicolon < 0 ? contentType : contentType.slice(0, semicolon);
   const slash = mediaType.indexOf('/');
   if (slash < 0) return false;
-  return (
+  const valid =
     TOKEN.test(mediaType.slice(0, slash).trimStart()) &&
-    TOKEN.test(mediaType.slice(slash + 1).trimEnd())
-  );
+    TOKEN.test(mediaType.slice(slash + 1).trimEnd());
+  // Clients send the same Content-Type on every request: remember the last good one.
+  if (valid) lastMediaType = contentType;
+  return valid;
 }
+
+let lastMediaType = '';
 
 /**
  * Reads a request body of at most `limit` bytes. A declared length over the limit is refused

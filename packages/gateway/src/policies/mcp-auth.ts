@@ -38,6 +38,8 @@ const GROUP_BY_METHOD: Readonly<Record<string, 'tools' | 'resources' | 'prompts'
   'prompts/get': 'prompts',
 };
 
+const NONE: readonly string[] = [];
+
 function groupRequiresAuth(group: Group | undefined, key: string): boolean {
   const enabled = group?.enabled ?? true;
   return group?.exceptions?.includes(key) ? !enabled : enabled;
@@ -123,7 +125,8 @@ class McpAuthPolicy implements Policy, Authenticator {
     if (!this.audienceAccepted(token, exchange.resourceUrl)) {
       return { refusal: unauthenticated(exchange, 'audience not accepted') };
     }
-    const missing = this.scopes.filter((s) => !token.scopes.has(s)).sort();
+    const missing =
+      this.scopes.length === 0 ? NONE : this.scopes.filter((s) => !token.scopes.has(s)).sort();
     if (missing.length > 0) {
       return { token, refusal: insufficientScope(exchange, missing, 'required scopes missing') };
     }
