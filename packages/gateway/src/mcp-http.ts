@@ -1,10 +1,6 @@
-import type {
-  IncomingHttpHeaders,
-  IncomingMessage,
-  OutgoingHttpHeaders,
-  ServerResponse,
-} from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AppState } from '@mcp-identity/common';
+import type { HeaderList } from './forwarding-headers.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -24,7 +20,7 @@ export class McpHttp {
   /** The request body once read; undefined while unread (and for GET and HEAD). */
   body: Buffer | undefined = undefined;
   private requestId: string | undefined = undefined;
-  private ownHeaders: Record<string, string> | undefined = undefined;
+  private own: Record<string, string> | undefined = undefined;
 
   constructor(
     readonly request: IncomingMessage,
@@ -65,13 +61,21 @@ export class McpHttp {
   }
 
   /**
-   * Adds a header to whichever answer this request gets (CORS headers, `connection`). Kept
-   * here rather than set on the response: a response with headers already set makes Node merge
-   * and re-validate every header of the upstream's head one by one.
+   * Headers the gateway adds to whichever answer this request gets (CORS, `connection`); they
+   * replace the upstream's of the same name.
+   */
+  get ownHeaders(): Readonly<Record<string, string>> | undefined {
+    return this.own;
+  }
+
+  /**
+   * Adds one of the gateway's own headers. Kept here rather than set on the response: a
+   * response with headers already set makes Node merge and re-validate every header of the
+   * head one by one.
    */
   setHeader(name: string, value: string): void {
-    this.ownHeaders ??= {};
-    this.ownHeaders[name] = value;
+    this.own ??= {};
+    this.own[name] = value;
   }
 
   /** Asks the client to close the connection after this answer. */
@@ -79,28 +83,33 @@ export class McpHttp {
     this.setHeader('connection', 'close');
   }
 
-  /** Starts an answer with these headers; the gateway's own ones win over them. */
-  writeHead(status: number, headers: OutgoingHttpHeaders): void {
-    const own = this.ownHeaders;
-    if (own) for (const name in own) headers[name] = own[name];
+  /** Starts an answer with these headers (none named in `ownHeaders`) and the gateway's own. */
+  writeHead(status: number, headers: HeaderList): void {
+    const { own } = this;
+    if (own) for (const name in own) headers.push(name, own[name] as string);
     // While the server shuts down, keep-alive connections must not outlive this answer.
-    if (this.app.closing) headers.connection = 'close';
+    if (this.app.closing && own?.connection === undefined) headers.push('connection', 'close');
     this.response.writeHead(status, headers);
   }
 
   /** A whole JSON answer from the gateway itself. */
   sendJson(status: number, body: unknown, headers?: Readonly<Record<string, string>>): void {
     const payload = JSON.stringify(body);
-    const head: OutgoingHttpHeaders = { ...headers };
-    head['content-type'] = JSON_CONTENT_TYPE;
-    head['content-length'] = Buffer.byteLength(payload);
+    const head: HeaderList = [];
+    if (headers) for (const name in headers) head.push(name, headers[name] as string);
+    head.push(
+      'content-type',
+      JSON_CONTENT_TYPE,
+      'content-length',
+      String(Buffer.byteLength(payload)),
+    );
     this.writeHead(status, head);
     this.response.end(payload);
   }
 
   /** An answer without a body (a CORS preflight's 204). */
   sendEmpty(status: number): void {
-    this.writeHead(status, {});
+    this.writeHead(status, []);
     this.response.end();
   }
 }

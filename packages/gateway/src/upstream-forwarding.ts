@@ -147,7 +147,7 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
   ): void {
     const { http, exchange } = this.f;
     exchange.upstreamStatus = statusCode;
-    http.writeHead(statusCode, downstreamHeaders(headers, false));
+    http.writeHead(statusCode, downstreamHeaders(headers, false, http.ownHeaders));
     const contentType = headers['content-type'];
     // An SSE stream may stay silent for long; the client must see its headers and every event
     // now.
@@ -259,18 +259,24 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
       if (decoder) await pipeline(upstream.body, decoder, sink);
       else await pipeline(upstream.body, sink);
       const filtered = filterJsonBody(decoded, filter.key, filter.keep);
-      const headers = downstreamHeaders(upstream.headers, true);
-      headers['content-length'] = filtered.length;
+      const headers = downstreamHeaders(upstream.headers, true, http.ownHeaders);
+      headers.push('content-length', String(filtered.length));
       http.writeHead(upstream.statusCode, headers);
       raw.end(filtered);
     } else if (filtering) {
-      http.writeHead(upstream.statusCode, downstreamHeaders(upstream.headers, true));
+      http.writeHead(
+        upstream.statusCode,
+        downstreamHeaders(upstream.headers, true, http.ownHeaders),
+      );
       raw.flushHeaders();
       const sse = new SseListFilter(filter.key, filter.keep);
       if (decoder) await pipeline(upstream.body, decoder, sse, raw);
       else await pipeline(upstream.body, sse, raw);
     } else {
-      http.writeHead(upstream.statusCode, downstreamHeaders(upstream.headers, false));
+      http.writeHead(
+        upstream.statusCode,
+        downstreamHeaders(upstream.headers, false, http.ownHeaders),
+      );
       // An SSE stream may stay silent for long; the client must see its headers now.
       if (isSse) raw.flushHeaders();
       await pipeline(upstream.body, raw);
@@ -288,7 +294,7 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
       // Only a list being read for filtering fails before its headers went out.
       exchange.decision = 'upstream_error';
       exchange.reason = error instanceof ListTooLarge ? error.message : 'unreadable list result';
-      http.writeHead(502, { 'content-type': 'application/json' });
+      http.writeHead(502, ['content-type', 'application/json']);
       raw.end(JSON.stringify(jsonRpcError(f.id, -32000, 'Upstream list could not be filtered')));
     }
   }
