@@ -39,7 +39,7 @@ let lastMediaType = '';
 /**
  * Reads a request body of at most `limit` bytes. A declared length over the limit is refused
  * before a byte is read; a body that grows past it is refused as soon as it does (the rest is
- * left unread: the caller closes the connection after answering).
+ * read and dropped: the caller closes the connection after answering).
  */
 export function readBody(
   request: IncomingMessage,
@@ -53,31 +53,30 @@ export function readBody(
   }
   const chunks: Buffer[] = [];
   let received = 0;
-  const onData = (chunk: Buffer) => {
+  // Settled once: later events (the rest of a body refused as too large, an error after the
+  // end) find it so, which costs less than removing the three listeners.
+  let settled = false;
+  request.on('data', (chunk: Buffer) => {
+    if (settled) return;
     received += chunk.length;
     if (received > limit) {
-      stop();
+      settled = true;
+      chunks.length = 0;
       done(BODY_TOO_LARGE, undefined);
       return;
     }
     chunks.push(chunk);
-  };
-  const onEnd = () => {
-    stop();
+  });
+  request.on('end', () => {
+    if (settled) return;
+    settled = true;
     if (!Number.isNaN(declared) && received !== declared) return done(LENGTH_MISMATCH, undefined);
     // A copy: the body outlives the request's own buffers (it is forwarded upstream later).
     done(undefined, Buffer.concat(chunks, received));
-  };
-  const onError = (error: Error) => {
-    stop();
+  });
+  request.on('error', (error: Error) => {
+    if (settled) return;
+    settled = true;
     done({ status: 400, message: error.message }, undefined);
-  };
-  const stop = () => {
-    request.off('data', onData);
-    request.off('end', onEnd);
-    request.off('error', onError);
-  };
-  request.on('data', onData);
-  request.on('end', onEnd);
-  request.on('error', onError);
+  });
 }
