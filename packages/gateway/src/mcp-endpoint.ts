@@ -118,10 +118,7 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
     }
     const pending = handling.onHeaders(exchange, http);
     if (pending) {
-      pending.then(
-        () => afterHeaders(exchange, http),
-        (error) => failed(http, error),
-      );
+      pending.then(() => afterHeaders(exchange, http)).catch((error) => failed(http, error));
     } else {
       afterHeaders(exchange, http);
     }
