@@ -1,4 +1,10 @@
-export { type AppOptions, createApp } from './app.js';
+export {
+  type AppOptions,
+  type AppState,
+  createApp,
+  errorReplyBody,
+  type FrontHandler,
+} from './app.js';
 export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
 export { batchedStdout } from './batched-stdout.js';
 export {
@@ -59,10 +65,15 @@ export {
 export {
   CORS_ALLOW_HEADERS,
   CORS_EXPOSE_HEADERS,
+  CORS_PREFLIGHT_REFUSED,
+  type CorsHeaderTarget,
   type CorsOptions,
+  type CorsOutcome,
+  createCors,
   createCorsHook,
   createOriginPolicy,
   isLoopbackOrigin,
+  isPreflight,
   normalizeOrigin,
   type OriginPolicy,
   type OriginPolicyOptions,

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
@@ -118,45 +119,77 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** How `applyCors` leaves a request: go on serving it, or answer its preflight. */
+export type CorsOutcome = 'serve' | 'preflight-allowed' | 'preflight-refused';
+
+/** Where CORS response headers go: a `ServerResponse`, or anything that writes them with the answer. */
+export interface CorsHeaderTarget {
+  setHeader(name: string, value: string): unknown;
+}
+
+/** The body of the 403 answering a preflight from an Origin that is not allowed. */
+export const CORS_PREFLIGHT_REFUSED = { error: 'forbidden', message: 'Origin not allowed.' };
+
 /**
- * An `onRequest` hook implementing CORS on `paths`. A request with an allowed Origin gets
- * `Access-Control-Allow-Origin` (echoed) and `Access-Control-Expose-Headers`, set on the raw
- * response so they survive hijacked replies and replies sent by later hooks (a 401 with
- * `WWW-Authenticate` must stay readable). A preflight is answered here — 204 for an allowed
- * Origin, 403 otherwise — before any authentication hook sees it. Add the hook before the
- * hooks whose answers browsers must be able to read. It never refuses a non-preflight
- * request: enforcing the Origin is the service's decision, in its own error shape.
+ * CORS on node:http objects, for one set of options (`paths` aside: the caller has decided the
+ * path gets CORS). A request with an allowed Origin gets `Access-Control-Allow-Origin` (echoed)
+ * and `Access-Control-Expose-Headers`, set on the response before anything else is written so
+ * that every later answer keeps them (a 401 with `WWW-Authenticate` must stay readable). For a
+ * preflight the outcome says how to answer it — 204 (its headers already set) for an allowed
+ * Origin, 403 otherwise — before any authentication. It never refuses a non-preflight request:
+ * enforcing the Origin is the service's decision, in its own error shape.
  */
-export function createCorsHook(options: CorsOptions) {
-  const paths = new Set(options.paths);
+export function createCors(options: Omit<CorsOptions, 'paths'>) {
   const methods = (options.methods ?? ['GET', 'POST', 'DELETE']).join(', ');
   const maxAge = String(options.maxAgeSeconds ?? 600);
   const allowHeaders = CORS_ALLOW_HEADERS.join(', ');
   const exposeHeaders = CORS_EXPOSE_HEADERS.join(', ');
 
+  return function applyCors(
+    method: string,
+    headers: IncomingHttpHeaders,
+    response: CorsHeaderTarget,
+  ): CorsOutcome {
+    response.setHeader('vary', 'Origin');
+    const origin = headerValue(headers.origin);
+    const allowed = origin !== undefined && options.policy.check(origin, headerValue(headers.host));
+    if (allowed) {
+      response.setHeader('access-control-allow-origin', origin);
+      response.setHeader('access-control-expose-headers', exposeHeaders);
+    }
+    if (!isPreflight(method, headers)) return 'serve';
+    if (!allowed) return 'preflight-refused';
+    response.setHeader('access-control-allow-methods', methods);
+    response.setHeader('access-control-allow-headers', allowHeaders);
+    response.setHeader('access-control-max-age', maxAge);
+    return 'preflight-allowed';
+  };
+}
+
+/** A CORS preflight (Fetch standard): OPTIONS naming the method it asks for. */
+export function isPreflight(method: string, headers: IncomingHttpHeaders): boolean {
+  return method === 'OPTIONS' && headers['access-control-request-method'] !== undefined;
+}
+
+/**
+ * An `onRequest` hook implementing `createCors` on `paths`; it answers preflights itself. Add
+ * the hook before the hooks whose answers browsers must be able to read.
+ */
+export function createCorsHook(options: CorsOptions) {
+  const paths = new Set(options.paths);
+  const applyCors = createCors(options);
+
   return async function corsHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const route = request.routeOptions.url;
-    const isPreflight =
-      request.method === 'OPTIONS' &&
-      request.headers['access-control-request-method'] !== undefined;
-    if (!paths.has(route ?? '') && !(isPreflight && paths.has(requestPath(request)))) return;
-    reply.raw.setHeader('vary', 'Origin');
-    const origin = headerValue(request.headers.origin);
-    const allowed =
-      origin !== undefined && options.policy.check(origin, headerValue(request.headers.host));
-    if (allowed) {
-      reply.raw.setHeader('access-control-allow-origin', origin);
-      reply.raw.setHeader('access-control-expose-headers', exposeHeaders);
-    }
-    if (!isPreflight) return;
-    if (!allowed) {
-      await reply.code(403).send({ error: 'forbidden', message: 'Origin not allowed.' });
+    if (
+      !paths.has(route ?? '') &&
+      !(isPreflight(request.method, request.headers) && paths.has(requestPath(request)))
+    ) {
       return;
     }
-    reply.raw.setHeader('access-control-allow-methods', methods);
-    reply.raw.setHeader('access-control-allow-headers', allowHeaders);
-    reply.raw.setHeader('access-control-max-age', maxAge);
-    await reply.code(204).send();
+    const outcome = applyCors(request.method, request.headers, reply.raw);
+    if (outcome === 'preflight-refused') await reply.code(403).send(CORS_PREFLIGHT_REFUSED);
+    else if (outcome === 'preflight-allowed') await reply.code(204).send();
   };
 }
 

@@ -18,6 +18,7 @@ import { BodyBudget } from './body-budget.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
 import { type ControlPlane, createControlPlane } from './control-plane.js';
 import { Listener } from './listener.js';
+import { createMcpEndpoint } from './mcp-endpoint.js';
 import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
 import { type ProxyEntry, ProxyMirror } from './proxy-sync.js';
@@ -151,9 +152,14 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     logger,
     https: { cert: tls.cert, key: tls.key },
     bodyLimit: config.limits.maxRequestBodyBytes,
+    front: createMcpEndpoint({ ...dataPlane, listener: httpsListener, logger }),
   });
   registerDataPlane(publicApp, { ...dataPlane, listener: httpsListener });
-  const plainApp = createApp({ logger, bodyLimit: config.limits.maxRequestBodyBytes });
+  const plainApp = createApp({
+    logger,
+    bodyLimit: config.limits.maxRequestBodyBytes,
+    front: createMcpEndpoint({ ...dataPlane, listener: httpListener, logger }),
+  });
   registerHealthRoutes(plainApp, {
     livePath: '/_gateway-health/healthy',
     readyPath: '/_gateway-health/ready',

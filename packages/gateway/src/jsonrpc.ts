@@ -85,11 +85,16 @@ function rawMemberKeys(text: string): { top: string[]; params: string[] } {
   return { top, params };
 }
 
-function ambiguous(keys: string[], names: string[]): boolean {
+/** Members that must appear once, in any case spelling, at the top and in `params`. */
+const TOP_MEMBERS = ['method', 'params', 'jsonrpc', 'id'];
+const PARAMS_MEMBERS = ['name', 'uri'];
+
+function ambiguous(keys: string[], names: readonly string[]): boolean {
   for (const name of names) {
     let seen = 0;
     for (const key of keys) {
-      if (key.toLowerCase() === name && ++seen > 1) return true;
+      // Only a key of the same length can be a case spelling of the name: no lower-casing else.
+      if (key.length === name.length && key.toLowerCase() === name && ++seen > 1) return true;
     }
   }
   return false;
@@ -110,8 +115,8 @@ export function parseMcpBody(body: Buffer | string): ParseResult {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return INVALID;
   const message = value as Record<string, unknown>;
   const keys = rawMemberKeys(text);
-  if (ambiguous(keys.top, ['method', 'params', 'jsonrpc', 'id'])) return INVALID;
-  if (ambiguous(keys.params, ['name', 'uri'])) return INVALID;
+  if (ambiguous(keys.top, TOP_MEMBERS)) return INVALID;
+  if (ambiguous(keys.params, PARAMS_MEMBERS)) return INVALID;
   if (message.jsonrpc !== '2.0') return INVALID;
   const { id } = message;
   if (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number') {

@@ -1,25 +1,29 @@
 import { jsonRpcError, type Logger } from '@mcp-identity/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { McpExchange } from './exchange.js';
 import { type McpCall, parseMcpBody, requestIdOf } from './jsonrpc.js';
+import type { McpHttp } from './mcp-http.js';
 import type { GatewayMetrics } from './metrics.js';
 import { isListMethod, LIST_RESULT_KEY, type Policy, type Refusal } from './policies/policy.js';
 import { forwardToUpstream, type ListFilter } from './upstream-forwarding.js';
 
 export interface McpRequestHandling {
   /** Header stage: runs the policies that decide before the body is read. */
-  onHeaders(exchange: McpExchange, reply: FastifyReply): Promise<void> | undefined;
-  /** Body stage: parses, checks the protocol version, runs the policies, forwards. */
-  handle(exchange: McpExchange, request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  onHeaders(exchange: McpExchange, http: McpHttp): Promise<void> | undefined;
+  /**
+   * Body stage: parses, checks the protocol version, runs the policies, forwards. A promise
+   * only while something asynchronous is under way (a policy, or a list being filtered).
+   */
+  handle(exchange: McpExchange, http: McpHttp): Promise<void> | undefined;
   /** Answers from the gateway itself (not a policy), with the audit line. */
   answer(
     exchange: McpExchange,
-    reply: FastifyReply,
+    http: McpHttp,
     status: number,
     decision: McpExchange['decision'],
     reason: string,
     body: unknown,
-  ): FastifyReply;
+    headers?: Readonly<Record<string, string>>,
+  ): void;
 }
 
 /** Lenient look at a body for the audit log when no policy asked for strict parsing. */
@@ -27,15 +31,6 @@ function peekCall(body: Buffer | undefined): McpCall | undefined {
   if (!body || body.length === 0) return undefined;
   const parsed = parseMcpBody(body);
   return parsed.ok ? parsed.call : undefined;
-}
-
-/** Whether the client is still sending a body the gateway will not read. */
-function hasUnreadBody(request: FastifyRequest): boolean {
-  const { headers } = request;
-  return (
-    headers['transfer-encoding'] !== undefined ||
-    (headers['content-length'] !== undefined && headers['content-length'] !== '0')
-  );
 }
 
 /** The protocol version a request names, if any: its header, or initialize's `protocolVersion`. */
@@ -51,8 +46,10 @@ function requestedVersion(exchange: McpExchange): string | undefined {
 export function createMcpRequestHandling(options: {
   metrics: GatewayMetrics;
   audit: Logger;
+  /** Where upstream failures are logged. */
+  log: Logger;
 }): McpRequestHandling {
-  const { metrics, audit } = options;
+  const { metrics, audit, log } = options;
 
   const finish = (exchange: McpExchange) => {
     const record = exchange.auditRecord();
@@ -60,30 +57,36 @@ export function createMcpRequestHandling(options: {
     audit.info({ audit: record }, 'mcp request');
   };
 
-  const send = (reply: FastifyReply, status: number, body: unknown) => {
+  const send = (
+    http: McpHttp,
+    status: number,
+    body: unknown,
+    headers?: Readonly<Record<string, string>>,
+  ) => {
     // An unread body is not worth reading: the connection closes after the answer.
-    if (!reply.request.body && hasUnreadBody(reply.request)) reply.header('connection', 'close');
-    return reply.code(status).header('content-type', 'application/json').send(body);
+    if (http.hasUnreadBody) http.closeConnection();
+    http.sendJson(status, body, headers);
   };
 
-  const refuse = (exchange: McpExchange, reply: FastifyReply, refusal: Refusal) => {
+  const refuse = (exchange: McpExchange, http: McpHttp, refusal: Refusal) => {
     exchange.refused(refusal);
     finish(exchange);
-    return send(reply.headers(refusal.headers), refusal.status, refusal.body);
+    send(http, refusal.status, refusal.body, refusal.headers);
   };
 
   const answer: McpRequestHandling['answer'] = (
     exchange,
-    reply,
+    http,
     status,
     decision,
     reason,
     body,
+    headers,
   ) => {
     exchange.decision = decision;
     exchange.reason = reason;
     finish(exchange);
-    return send(reply, status, body);
+    send(http, status, body, headers);
   };
 
   /**
@@ -93,7 +96,7 @@ export function createMcpRequestHandling(options: {
    */
   const runPolicies = (
     exchange: McpExchange,
-    reply: FastifyReply,
+    http: McpHttp,
     policies: readonly Policy[],
     stage: 'onHeaders' | 'onRequest',
     from = 0,
@@ -102,13 +105,13 @@ export function createMcpRequestHandling(options: {
       const outcome = policies[i]?.[stage]?.(exchange);
       if (outcome instanceof Promise) {
         return outcome.then((refusal) => {
-          if (!refusal) return runPolicies(exchange, reply, policies, stage, i + 1);
-          refuse(exchange, reply, refusal);
+          if (!refusal) return runPolicies(exchange, http, policies, stage, i + 1);
+          refuse(exchange, http, refusal);
           return false;
         });
       }
       if (outcome) {
-        refuse(exchange, reply, outcome);
+        refuse(exchange, http, outcome);
         return false;
       }
     }
@@ -118,22 +121,23 @@ export function createMcpRequestHandling(options: {
   return {
     answer,
 
-    onHeaders(exchange, reply) {
+    onHeaders(exchange, http) {
       const policies = exchange.runtime.headerPolicies;
       if (policies.length === 0) return undefined;
-      const passed = runPolicies(exchange, reply, policies, 'onHeaders');
+      const passed = runPolicies(exchange, http, policies, 'onHeaders');
       return passed instanceof Promise ? passed.then(() => undefined) : undefined;
     },
 
-    async handle(exchange, request, reply) {
+    handle(exchange, http) {
       const { runtime } = exchange;
-      const body = Buffer.isBuffer(request.body) ? request.body : undefined;
-      if (request.method === 'POST') {
+      const { body } = http;
+      if (http.method === 'POST') {
         if (runtime.policies.length > 0) {
           const parsed = parseMcpBody(body ?? '');
           if (!parsed.ok) {
             const error = jsonRpcError(null, parsed.code, parsed.message, parsed.data);
-            return answer(exchange, reply, 400, 'bad_request', 'invalid JSON-RPC', error);
+            answer(exchange, http, 400, 'bad_request', 'invalid JSON-RPC', error);
+            return undefined;
           }
           exchange.call = parsed.call;
         } else {
@@ -151,30 +155,37 @@ export function createMcpRequestHandling(options: {
             requested: version,
           },
         );
-        return answer(exchange, reply, 400, 'bad_request', 'unsupported protocol version', error);
+        answer(exchange, http, 400, 'bad_request', 'unsupported protocol version', error);
+        return undefined;
       }
-      const passed = runPolicies(exchange, reply, runtime.policies, 'onRequest');
-      if (!(passed instanceof Promise ? await passed : passed)) return reply;
-
-      const { call } = exchange;
-      let filter: ListFilter | undefined;
-      if (runtime.listPolicies.length > 0 && call && isListMethod(call.method)) {
-        const listMethod = call.method;
-        filter = {
-          key: LIST_RESULT_KEY[listMethod],
-          keep: (item) =>
-            runtime.listPolicies.every((p) => p.onListItem?.(exchange, listMethod, item) ?? true),
-        };
+      const passed = runPolicies(exchange, http, runtime.policies, 'onRequest');
+      if (passed instanceof Promise) {
+        return passed.then((go) => (go ? forward(exchange, http) : undefined));
       }
-      return forwardToUpstream({
-        request,
-        reply,
-        exchange,
-        body,
-        id: call ? call.id : requestIdOf(body),
-        filter,
-        finish,
-      });
+      return passed ? forward(exchange, http) : undefined;
     },
   };
+
+  function forward(exchange: McpExchange, http: McpHttp): Promise<void> | undefined {
+    const { runtime, call } = exchange;
+    const { body } = http;
+    let filter: ListFilter | undefined;
+    if (runtime.listPolicies.length > 0 && call && isListMethod(call.method)) {
+      const listMethod = call.method;
+      filter = {
+        key: LIST_RESULT_KEY[listMethod],
+        keep: (item) =>
+          runtime.listPolicies.every((p) => p.onListItem?.(exchange, listMethod, item) ?? true),
+      };
+    }
+    return forwardToUpstream({
+      http,
+      exchange,
+      log,
+      body,
+      id: call ? call.id : requestIdOf(body),
+      filter,
+      finish,
+    });
+  }
 }

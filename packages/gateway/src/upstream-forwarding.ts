@@ -2,8 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { type JsonRpcId, jsonRpcError } from '@mcp-identity/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type JsonRpcId, jsonRpcError, type Logger } from '@mcp-identity/common';
 import type { Dispatcher } from 'undici';
 import type { McpExchange } from './exchange.js';
 import { contentEncoding, downstreamHeaders, upstreamHeaders } from './forwarding-headers.js';
@@ -13,6 +12,7 @@ import {
   MAX_LIST_BYTES,
   SseListFilter,
 } from './list-filter.js';
+import type { McpHttp } from './mcp-http.js';
 
 /** Rewrites the items of a list result the caller may not use (`filterLists`). */
 export interface ListFilter {
@@ -58,9 +58,10 @@ async function collect(source: AsyncIterable<Buffer>): Promise<Buffer> {
 }
 
 export interface Forwarding {
-  request: FastifyRequest;
-  reply: FastifyReply;
+  http: McpHttp;
   exchange: McpExchange;
+  /** Where upstream failures are logged. */
+  log: Logger;
   body: Buffer | undefined;
   id: JsonRpcId;
   filter: ListFilter | undefined;
@@ -74,8 +75,8 @@ function upstreamFailure(f: Forwarding, error: unknown): { status: 502 | 504; me
   const timedOut = (error as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT';
   exchange.decision = 'upstream_error';
   exchange.reason = timedOut ? 'upstream timed out' : 'upstream unreachable';
-  f.request.log.warn(
-    { proxy: exchange.runtime.id, err: (error as Error).message },
+  f.log.warn(
+    { reqId: f.http.id, proxy: exchange.runtime.id, err: (error as Error).message },
     'upstream request failed',
   );
   return timedOut
@@ -88,8 +89,8 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
   const { runtime } = f.exchange;
   return {
     path: runtime.upstreamPath,
-    method: f.request.method as Dispatcher.HttpMethod,
-    headers: upstreamHeaders(f.request.headers, {
+    method: f.http.method as Dispatcher.HttpMethod,
+    headers: upstreamHeaders(f.http.headers, {
       stripAuthorization: runtime.authenticator ? !runtime.authenticator.forwardToken : false,
       identityEncoding: f.filter !== undefined,
       credential: runtime.upstreamAuth,
@@ -103,13 +104,10 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
  * arrive with the upstream's own headers, never re-framed, except list results a policy
  * filters. Every stream and socket error ends this exchange only.
  */
-export function forwardToUpstream(f: Forwarding): Promise<FastifyReply> {
-  if (f.filter === undefined) {
-    return new Promise((resolve) => {
-      f.exchange.runtime.pool.dispatch(upstreamRequest(f), new PassThroughHandler(f, resolve));
-    });
-  }
-  return forwardFiltered(f, f.filter);
+export function forwardToUpstream(f: Forwarding): Promise<void> | undefined {
+  if (f.filter !== undefined) return forwardFiltered(f, f.filter);
+  f.exchange.runtime.pool.dispatch(upstreamRequest(f), new PassThroughHandler(f));
+  return undefined;
 }
 
 const CLIENT_GONE = 'client closed the connection';
@@ -126,23 +124,20 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
   private streaming = false;
   private settled = false;
 
-  constructor(
-    private readonly f: Forwarding,
-    private readonly resolve: (reply: FastifyReply) => void,
-  ) {
-    f.reply.raw.once('close', this.onClientClose);
+  constructor(private readonly f: Forwarding) {
+    f.http.response.once('close', this.onClientClose);
   }
 
   /** A client that goes away mid-request cancels the upstream request too. */
   private readonly onClientClose = () => {
-    if (!this.f.reply.raw.writableFinished) this.controller?.abort(new Error(CLIENT_GONE));
+    if (!this.f.http.response.writableFinished) this.controller?.abort(new Error(CLIENT_GONE));
   };
 
   private readonly onDrain = () => this.controller?.resume();
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.f.reply.raw.destroyed) controller.abort(new Error(CLIENT_GONE));
+    if (this.f.http.response.destroyed) controller.abort(new Error(CLIENT_GONE));
   }
 
   onResponseStart(
@@ -150,21 +145,19 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
-    const { reply, exchange } = this.f;
+    const { http, exchange } = this.f;
     exchange.upstreamStatus = statusCode;
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(statusCode, downstreamHeaders(headers, false));
+    http.writeHead(statusCode, downstreamHeaders(headers, false, http.ownHeaders));
     const contentType = headers['content-type'];
     // An SSE stream may stay silent for long; the client must see its headers and every event
     // now.
     this.streaming =
       typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
-    if (this.streaming) raw.flushHeaders();
+    if (this.streaming) http.response.flushHeaders();
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    const raw = this.f.reply.raw;
+    const raw = this.f.http.response;
     let out = chunk;
     if (!this.streaming) {
       out = this.held as Buffer;
@@ -178,7 +171,7 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    this.f.reply.raw.end(this.held);
+    this.f.http.response.end(this.held);
     this.held = undefined;
     this.settle();
   }
@@ -186,10 +179,10 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     const { f } = this;
     this.held = undefined;
-    const raw = f.reply.raw;
-    if (f.reply.sent || raw.headersSent) {
-      f.request.log.debug(
-        { proxy: f.exchange.runtime.id, err: error.message },
+    const raw = f.http.response;
+    if (raw.headersSent) {
+      f.log.debug(
+        { reqId: f.http.id, proxy: f.exchange.runtime.id, err: error.message },
         'stream ended early',
       );
       raw.destroy();
@@ -197,7 +190,7 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
       upstreamFailure(f, error);
     } else {
       const { status, message } = upstreamFailure(f, error);
-      f.reply.code(status).send(jsonRpcError(f.id, -32000, message));
+      f.http.sendJson(status, jsonRpcError(f.id, -32000, message));
     }
     this.settle();
   }
@@ -205,23 +198,23 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
   private settle(): void {
     if (this.settled) return;
     this.settled = true;
-    this.f.reply.raw.off('close', this.onClientClose);
-    this.f.reply.raw.off('drain', this.onDrain);
+    this.f.http.response.off('close', this.onClientClose);
+    this.f.http.response.off('drain', this.onDrain);
     this.f.finish(this.f.exchange);
-    this.resolve(this.f.reply);
   }
 }
 
 /** The `filterLists` path: a list result is read, filtered and written back. */
-async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<FastifyReply> {
-  const { request, reply, exchange } = f;
+async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void> {
+  const { http, exchange } = f;
   const { runtime } = exchange;
+  const raw = http.response;
   // A client that goes away mid-request cancels the upstream request too.
   const controller = new AbortController();
   const onClientGone = () => {
-    if (!reply.raw.writableFinished) controller.abort();
+    if (!raw.writableFinished) controller.abort();
   };
-  reply.raw.once('close', onClientGone);
+  raw.once('close', onClientGone);
   let upstream: Dispatcher.ResponseData;
   try {
     upstream = await runtime.pool.request({
@@ -229,11 +222,11 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<Fasti
       signal: controller.signal,
     });
   } catch (error) {
-    reply.raw.off('close', onClientGone);
+    raw.off('close', onClientGone);
     const { status, message } = upstreamFailure(f, error);
     f.finish(exchange);
-    if (controller.signal.aborted) return reply;
-    return reply.code(status).send(jsonRpcError(f.id, -32000, message));
+    if (controller.signal.aborted) return;
+    return http.sendJson(status, jsonRpcError(f.id, -32000, message));
   }
   exchange.upstreamStatus = upstream.statusCode;
   const contentType = String(upstream.headers['content-type'] ?? '').toLowerCase();
@@ -247,17 +240,16 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<Fasti
     if (!decoder && encoding !== 'identity') {
       // A list the gateway cannot read must not reach the caller unfiltered.
       discard(upstream.body);
-      reply.raw.off('close', onClientGone);
+      raw.off('close', onClientGone);
       exchange.decision = 'upstream_error';
       exchange.reason = `list in unsupported content coding ${encoding}`;
       f.finish(exchange);
-      return reply
-        .code(502)
-        .send(jsonRpcError(f.id, -32000, 'Upstream sent a list the gateway cannot filter'));
+      return http.sendJson(
+        502,
+        jsonRpcError(f.id, -32000, 'Upstream sent a list the gateway cannot filter'),
+      );
     }
   }
-  reply.hijack();
-  const raw = reply.raw;
   try {
     if (filtering && isJson) {
       let decoded: Buffer = Buffer.alloc(0);
@@ -267,24 +259,33 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<Fasti
       if (decoder) await pipeline(upstream.body, decoder, sink);
       else await pipeline(upstream.body, sink);
       const filtered = filterJsonBody(decoded, filter.key, filter.keep);
-      const headers = downstreamHeaders(upstream.headers, true);
-      headers['content-length'] = filtered.length;
-      raw.writeHead(upstream.statusCode, headers);
+      const headers = downstreamHeaders(upstream.headers, true, http.ownHeaders);
+      headers.push('content-length', String(filtered.length));
+      http.writeHead(upstream.statusCode, headers);
       raw.end(filtered);
     } else if (filtering) {
-      raw.writeHead(upstream.statusCode, downstreamHeaders(upstream.headers, true));
+      http.writeHead(
+        upstream.statusCode,
+        downstreamHeaders(upstream.headers, true, http.ownHeaders),
+      );
       raw.flushHeaders();
       const sse = new SseListFilter(filter.key, filter.keep);
       if (decoder) await pipeline(upstream.body, decoder, sse, raw);
       else await pipeline(upstream.body, sse, raw);
     } else {
-      raw.writeHead(upstream.statusCode, downstreamHeaders(upstream.headers, false));
+      http.writeHead(
+        upstream.statusCode,
+        downstreamHeaders(upstream.headers, false, http.ownHeaders),
+      );
       // An SSE stream may stay silent for long; the client must see its headers now.
       if (isSse) raw.flushHeaders();
       await pipeline(upstream.body, raw);
     }
   } catch (error) {
-    request.log.debug({ proxy: runtime.id, err: (error as Error).message }, 'stream ended early');
+    f.log.debug(
+      { reqId: http.id, proxy: runtime.id, err: (error as Error).message },
+      'stream ended early',
+    );
     decoder?.destroy();
     discard(upstream.body);
     if (raw.headersSent) {
@@ -293,11 +294,10 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<Fasti
       // Only a list being read for filtering fails before its headers went out.
       exchange.decision = 'upstream_error';
       exchange.reason = error instanceof ListTooLarge ? error.message : 'unreadable list result';
-      raw.writeHead(502, { 'content-type': 'application/json' });
+      http.writeHead(502, ['content-type', 'application/json']);
       raw.end(JSON.stringify(jsonRpcError(f.id, -32000, 'Upstream list could not be filtered')));
     }
   }
   raw.off('close', onClientGone);
   f.finish(exchange);
-  return reply;
 }

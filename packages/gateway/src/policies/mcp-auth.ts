@@ -38,6 +38,8 @@ const GROUP_BY_METHOD: Readonly<Record<string, 'tools' | 'resources' | 'prompts'
   'prompts/get': 'prompts',
 };
 
+const NONE: readonly string[] = [];
+
 function groupRequiresAuth(group: Group | undefined, key: string): boolean {
   const enabled = group?.enabled ?? true;
   return group?.exceptions?.includes(key) ? !enabled : enabled;
@@ -59,6 +61,8 @@ class McpAuthPolicy implements Policy, Authenticator {
   private readonly everyCallNeedsToken: boolean;
   /** GET and DELETE carry no JSON-RPC; they need auth unless every group is switched off. */
   private readonly transportNeedsToken: boolean;
+  private lastAuthorization: string | undefined = undefined;
+  private lastBearer: string | undefined = undefined;
 
   constructor(
     private readonly params: McpAuthParams,
@@ -98,7 +102,7 @@ class McpAuthPolicy implements Policy, Authenticator {
 
   authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome> {
     const authorization = exchange.headers.authorization;
-    const raw = bearerToken(authorization);
+    const raw = this.bearerTokenOf(authorization);
     if (raw === undefined) {
       const reason = authorization ? 'malformed authorization header' : 'no token';
       return { refusal: unauthenticated(exchange, reason) };
@@ -115,6 +119,18 @@ class McpAuthPolicy implements Policy, Authenticator {
       );
   }
 
+  /**
+   * `bearerToken`, remembering the last header: a caller sends the same one on request after
+   * request, and comparing it costs less than matching a token-long regular expression.
+   */
+  private bearerTokenOf(authorization: string | undefined): string | undefined {
+    if (authorization !== this.lastAuthorization) {
+      this.lastAuthorization = authorization;
+      this.lastBearer = bearerToken(authorization);
+    }
+    return this.lastBearer;
+  }
+
   /** Whether this proxy accepts a verified token: issuer, audience, required scopes. */
   private accept(exchange: Exchange, token: VerifiedToken): AuthOutcome {
     if (!this.issuers.has(token.issuer)) {
@@ -123,7 +139,8 @@ class McpAuthPolicy implements Policy, Authenticator {
     if (!this.audienceAccepted(token, exchange.resourceUrl)) {
       return { refusal: unauthenticated(exchange, 'audience not accepted') };
     }
-    const missing = this.scopes.filter((s) => !token.scopes.has(s)).sort();
+    const missing =
+      this.scopes.length === 0 ? NONE : this.scopes.filter((s) => !token.scopes.has(s)).sort();
     if (missing.length > 0) {
       return { token, refusal: insufficientScope(exchange, missing, 'required scopes missing') };
     }

@@ -134,6 +134,11 @@ function rulePasses(rule: AuthzRule, token: VerifiedToken): boolean {
   return rule.claims === undefined || claimsPass(rule, token.payload);
 }
 
+function allPass(rules: readonly AuthzRule[], token: VerifiedToken): boolean {
+  for (const rule of rules) if (!rulePasses(rule, token)) return false;
+  return true;
+}
+
 /** The rules with this name or `*`, in their configured order. */
 function rulesNamed(rules: readonly AuthzRule[], name: string): AuthzRule[] {
   return rules.filter((r) => r.name === name || r.name === '*');
@@ -255,7 +260,7 @@ class McpAuthzPolicy implements Policy {
     const rules = this.rules.rulesFor(call);
     if (rules.length === 0) return NOT_GOVERNED;
     if (!token) return { governed: true, allowed: false, missingScopes: [] };
-    if (rules.every((r) => rulePasses(r, token))) return ALLOWED;
+    if (allPass(rules, token)) return ALLOWED;
     const missing = new Set<string>();
     for (const r of rules) for (const scope of missingScopes(r, token.scopes)) missing.add(scope);
     return { governed: true, allowed: false, missingScopes: [...missing].sort() };

@@ -1,0 +1,135 @@
+import { request } from 'node:http';
+import { Writable } from 'node:stream';
+import { createLogger } from '@mcp-identity/common';
+import { useTempDir } from '@mcp-identity/common/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { startUpstream, type Upstream } from './fixtures/upstream.js';
+
+const tempDir = useTempDir('gw-endpoint-');
+
+/** One request on its own connection, with exactly these headers and body. */
+function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>(
+    (resolve, reject) => {
+      // Node's client frames a DELETE or GET body only when told its length.
+      const framed =
+        body === undefined
+          ? headers
+          : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+      const req = request(url, { method, headers: framed, agent: false }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }),
+        );
+      });
+      req.on('error', reject);
+      req.end(body);
+    },
+  );
+}
+
+describe('the /mcp endpoint served before Fastify', () => {
+  let upstream: Upstream;
+  let km: KeyManager;
+  let fx: GatewayFixture;
+  const audit: Array<Record<string, unknown>> = [];
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    km = await startKeyManager();
+    const destination = new Writable({
+      write(chunk, _encoding, callback) {
+        for (const line of String(chunk).split('\n')) {
+          const record = line ? JSON.parse(line) : undefined;
+          if (record?.audit) audit.push(record.audit);
+        }
+        callback();
+      },
+    });
+    fx = await startTestGateway({
+      dataDir: tempDir(),
+      keyManager: km,
+      limits: { max_request_body_bytes: 100 },
+      logger: createLogger({ level: 'info', pretty: false, destination }),
+    });
+    const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
+    const deployed = await fx.deploy(
+      proxyDefinition('scim-v1.0', '/scim', upstream.mcpUrl, [auth]),
+    );
+    expect(deployed.status).toBe(201);
+  });
+  afterAll(async () => {
+    await fx?.gateway.close();
+    await Promise.all([upstream?.close(), km?.stop()]);
+  });
+
+  it('answers a request refused from its headers once, with one audit line, whatever body follows', async () => {
+    const ping = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+    const cases: Array<[string, Record<string, string>, string | undefined]> = [
+      ['POST', { 'content-type': 'a/b c' }, ping],
+      ['POST', { 'content-type': 'application/json' }, `${ping}${' '.repeat(150)}`],
+      ['POST', {}, 'not json'],
+      ['POST', { 'content-type': 'application/json' }, '{not json'],
+      ['DELETE', { 'content-type': 'x' }, ping],
+      ['GET', { 'mcp-protocol-version': '1999-01-01' }, undefined],
+      ['HEAD', { 'mcp-protocol-version': '1999-01-01' }, undefined],
+    ];
+    for (const [method, headers, body] of cases) {
+      const before = audit.length;
+      const response = await send(
+        `${fx.gateway.plainUrl}/scim/mcp`,
+        method,
+        { authorization: 'Bearer', ...headers },
+        body,
+      );
+      const label = `${method} ${JSON.stringify(headers)}`;
+      expect(response.status, label).toBe(401);
+      expect(response.headers['www-authenticate'], label).toContain('invalid_token');
+      // The audit line is written before the answer; give a second one time to show up.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(audit.slice(before), label).toEqual([
+        expect.objectContaining({ decision: 'unauthenticated', httpMethod: method }),
+      ]);
+    }
+  });
+
+  it('refuses bodies over the size cap with 413 after authentication, and unsupported media types with 415', async () => {
+    const token = await km.sign({});
+    const authorization = `Bearer ${token}`;
+    const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', pad: 'x'.repeat(200) });
+    const tooLarge = await send(
+      `${fx.gateway.plainUrl}/scim/mcp`,
+      'POST',
+      { authorization, 'content-type': 'application/json' },
+      big,
+    );
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.headers.connection).toBe('close');
+    expect(JSON.parse(tooLarge.body)).toEqual({
+      error: 'payload_too_large',
+      message: 'Request body is too large',
+    });
+    const unsupported = await send(
+      `${fx.gateway.plainUrl}/scim/mcp`,
+      'POST',
+      { authorization, 'content-type': 'json' },
+      '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    );
+    expect(unsupported.status).toBe(415);
+    expect(JSON.parse(unsupported.body)).toEqual({
+      error: 'unsupported_media_type',
+      message: 'Unsupported Media Type',
+    });
+    expect(upstream.hits).toBe(0);
+  });
+});
