@@ -44,9 +44,6 @@ function audiencesOf(payload: JWTPayload): string[] {
 export class TokenVerifier {
   private readonly jwks = new Map<string, JwksCache>();
   private readonly cache = new Map<string, VerifiedToken>();
-  /** The entry of `cache` found last (never one `cache` no longer holds). */
-  private lastToken: string | undefined = undefined;
-  private lastVerified: VerifiedToken | undefined = undefined;
 
   constructor(
     private readonly keyManagers: KeyManagerConfig[],
@@ -64,16 +61,10 @@ export class TokenVerifier {
    * keyed by the raw token, no decoding, so a repeat caller's request needs no promise either.
    */
   cached(token: string): VerifiedToken | undefined {
-    // A caller sends the same token on request after request: comparing it with the last one
-    // found costs less than hashing it again for the map (it is a new string every time).
-    const cached = token === this.lastToken ? this.lastVerified : this.cache.get(token);
+    const cached = this.cache.get(token);
     if (cached === undefined) return undefined;
-    if (cached.expiresAt > this.now()) {
-      this.lastToken = token;
-      this.lastVerified = cached;
-      return cached;
-    }
-    this.forget(token);
+    if (cached.expiresAt > this.now()) return cached;
+    this.cache.delete(token);
     return undefined;
   }
 
@@ -138,19 +129,11 @@ export class TokenVerifier {
     await Promise.all([...this.jwks.values()].map((cache) => cache.close()));
   }
 
-  private forget(token: string): void {
-    this.cache.delete(token);
-    if (token === this.lastToken) {
-      this.lastToken = undefined;
-      this.lastVerified = undefined;
-    }
-  }
-
   private remember(token: string, verified: VerifiedToken): void {
     if (this.settings.tokenCacheMaxEntries === 0) return;
     if (this.cache.size >= this.settings.tokenCacheMaxEntries) {
       const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.forget(oldest);
+      if (oldest !== undefined) this.cache.delete(oldest);
     }
     this.cache.set(token, verified);
   }

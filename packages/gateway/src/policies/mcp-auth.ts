@@ -61,8 +61,6 @@ class McpAuthPolicy implements Policy, Authenticator {
   private readonly everyCallNeedsToken: boolean;
   /** GET and DELETE carry no JSON-RPC; they need auth unless every group is switched off. */
   private readonly transportNeedsToken: boolean;
-  private lastAuthorization: string | undefined = undefined;
-  private lastBearer: string | undefined = undefined;
 
   constructor(
     private readonly params: McpAuthParams,
@@ -102,7 +100,7 @@ class McpAuthPolicy implements Policy, Authenticator {
 
   authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome> {
     const authorization = exchange.headers.authorization;
-    const raw = this.bearerTokenOf(authorization);
+    const raw = bearerToken(authorization);
     if (raw === undefined) {
       const reason = authorization ? 'malformed authorization header' : 'no token';
       return { refusal: unauthenticated(exchange, reason) };
@@ -117,18 +115,6 @@ class McpAuthPolicy implements Policy, Authenticator {
           ? this.accept(exchange, result.token)
           : { refusal: unauthenticated(exchange, result.reason) },
       );
-  }
-
-  /**
-   * `bearerToken`, remembering the last header: a caller sends the same one on request after
-   * request, and comparing it costs less than matching a token-long regular expression.
-   */
-  private bearerTokenOf(authorization: string | undefined): string | undefined {
-    if (authorization !== this.lastAuthorization) {
-      this.lastAuthorization = authorization;
-      this.lastBearer = bearerToken(authorization);
-    }
-    return this.lastBearer;
   }
 
   /** Whether this proxy accepts a verified token: issuer, audience, required scopes. */
