@@ -47,10 +47,15 @@ import {
   callgrindCommand,
   callgrindInstalled,
   dumpInstructions,
-  fixedRateLoad,
   zeroCounters,
 } from './kit/instructions.js';
-import { type LoadClient, type LoadResult, pickLoadClient, runLoad } from './kit/load.js';
+import {
+  fixedRateLoad,
+  type LoadClient,
+  type LoadResult,
+  pickLoadClient,
+  runLoad,
+} from './kit/load.js';
 import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';

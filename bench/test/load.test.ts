@@ -1,20 +1,13 @@
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LoadClient, runLoad } from '../src/kit/load.js';
+import { fixedRateLoad, type LoadClient, pickLoadClient, runLoad } from '../src/kit/load.js';
 
-const wrkInstalled = (() => {
-  try {
-    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ENOENT';
-  }
-})();
+const wrkInstalled = (await pickLoadClient()) === 'wrk';
 
 const seen: { headers: IncomingHttpHeaders; body: string }[] = [];
+const arrivals: { at: number; body: string; authorization: string | undefined }[] = [];
 const server = createServer((request, response) => {
   let body = '';
   request.on('data', (chunk: Buffer) => {
@@ -23,6 +16,9 @@ const server = createServer((request, response) => {
   request.on('end', () => {
     // Only the requests of the test that sends to /mcp (a previous test's last ones may linger).
     if (request.url === '/mcp' && seen.length < 5) seen.push({ headers: request.headers, body });
+    if (request.url === '/fixed-rate') {
+      arrivals.push({ at: performance.now(), body, authorization: request.headers.authorization });
+    }
     response.writeHead(request.url === '/fail' ? 500 : 200).end('ok');
   });
 });
@@ -98,4 +94,38 @@ it('refuses a pause between requests with autocannon, which cannot pace them', a
       pauseMs: 5,
     }),
   ).rejects.toThrow(/needs wrk/);
+});
+
+describe('fixed-rate load', () => {
+  it('sends rate × seconds POSTs spread over the time, not as fast as answers come', async () => {
+    const started = performance.now();
+    const sent = await fixedRateLoad({
+      url: `${origin}/fixed-rate`,
+      rate: 40,
+      seconds: 0.5,
+      connections: 4,
+      headers: { authorization: 'Bearer x' },
+      body: '{"id":1}',
+    });
+    expect(sent).toBe(20);
+    expect(arrivals).toHaveLength(20);
+    expect(arrivals.every((a) => a.body === '{"id":1}' && a.authorization === 'Bearer x')).toBe(
+      true,
+    );
+    // The 20th request is due 475 ms after the first: a closed loop would be done in a few ms.
+    expect((arrivals.at(-1)?.at ?? 0) - started).toBeGreaterThanOrEqual(450);
+  });
+
+  it('fails when an answer is not 2xx', async () => {
+    await expect(
+      fixedRateLoad({
+        url: `${origin}/fail`,
+        rate: 20,
+        seconds: 0.1,
+        connections: 1,
+        headers: {},
+        body: '',
+      }),
+    ).rejects.toThrow('HTTP 500');
+  });
 });

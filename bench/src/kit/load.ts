@@ -2,13 +2,16 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import { Pool } from 'undici';
 import { autocannon } from './autocannon.js';
 
 /**
  * Closed-loop HTTP load (keep-alive connections, each sending its next request when the previous
  * answer arrived) with wrk when it is installed (`apt-get install wrk`: a C client that leaves
- * more of the CPU to the servers under test), else autocannon.
+ * more of the CPU to the servers under test), else autocannon; and open-loop load at a fixed
+ * rate (`fixedRateLoad`), for counting instructions (`instructions.ts`).
  */
 
 export type LoadClient = 'wrk' | 'autocannon';
@@ -153,4 +156,55 @@ async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
   };
+}
+
+/**
+ * Sends `rate` requests per second for `seconds` on a keep-alive pool of `connections`, whatever
+ * the answers' pace (open loop), and resolves with the number answered 2xx (anything else
+ * throws). Counted instructions include work that scales with time rather than requests (event
+ * loop wake-ups, timers), and a closed-loop client's pace under callgrind follows the machine's
+ * load; at a fixed rate every build is counted over the same traffic.
+ */
+export async function fixedRateLoad(spec: {
+  url: string;
+  rate: number;
+  seconds: number;
+  connections: number;
+  headers: Record<string, string>;
+  body: string;
+}): Promise<number> {
+  const url = new URL(spec.url);
+  const pool = new Pool(url.origin, { connections: spec.connections });
+  const total = Math.round(spec.rate * spec.seconds);
+  const start = performance.now();
+  const sent: Promise<void>[] = [];
+  let failure: Error | undefined;
+  try {
+    for (let i = 0; i < total && !failure; i++) {
+      const due = start + (i * 1000) / spec.rate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      sent.push(
+        pool
+          .request({
+            path: `${url.pathname}${url.search}`,
+            method: 'POST',
+            headers: spec.headers,
+            body: spec.body,
+          })
+          .then(async (response) => {
+            await response.body.dump();
+            if (response.statusCode >= 300) throw new Error(`HTTP ${response.statusCode}`);
+          })
+          .catch((error: Error) => {
+            failure ??= error;
+          }),
+      );
+    }
+    await Promise.all(sent);
+    if (failure) throw new Error(`${spec.url}: ${failure.message}`);
+    return total;
+  } finally {
+    await pool.close();
+  }
 }
