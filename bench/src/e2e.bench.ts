@@ -287,6 +287,11 @@ async function measure(
   return { ...result, cpuMsPerCall };
 }
 
+/** CPU ms per call of the three services together (NaN when one was not measured). */
+function stackCpuMs(cpu: Measured['cpuMsPerCall']): number {
+  return (cpu.gateway ?? Number.NaN) + (cpu.mcp ?? Number.NaN) + (cpu.idp ?? Number.NaN);
+}
+
 interface Measurable {
   leg: Leg;
   pids: Record<Service, number>;
@@ -411,19 +416,14 @@ async function main(): Promise<void> {
           `${(e2e.callsPerSecond / base.callsPerSecond).toFixed(2)}×`,
           fixed(base.p50Ms, 1),
           fixed(base.p99Ms, 1),
-          fixed(
-            (baseCpu.gateway ?? Number.NaN) +
-              (baseCpu.mcp ?? Number.NaN) +
-              (baseCpu.idp ?? Number.NaN),
-            2,
-          ),
+          fixed(stackCpuMs(baseCpu), 2),
           fixed(baseCpu.gateway, 2),
           fixed(baseCpu.mcp, 2),
           fixed(baseCpu.idp, 2),
         ]);
       }
       const cpu = e2e.cpuMsPerCall;
-      const total = (cpu.gateway ?? Number.NaN) + (cpu.mcp ?? Number.NaN) + (cpu.idp ?? Number.NaN);
+      const total = stackCpuMs(cpu);
       throughput.push([
         String(concurrency),
         e2e.callsPerSecond.toFixed(0),
