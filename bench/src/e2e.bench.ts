@@ -263,19 +263,21 @@ async function legs(under: StackUnderTest): Promise<Record<LegName, Leg>> {
   };
 }
 
+/** `concurrency` callers on the leg for `seconds` (a closed loop). */
+function runLeg(leg: Leg, concurrency: number, seconds: number): Promise<LoopResult> {
+  return closedLoop(leg.origin, leg.ca ? { ca: leg.ca } : {}, leg.call, { concurrency, seconds });
+}
+
 async function measure(
   leg: Leg,
   concurrency: number,
   pids: Record<Service, number>,
   warmUp: boolean,
 ): Promise<Measured> {
-  const loop = { concurrency, seconds: SECONDS };
-  const tls = leg.ca ? { ca: leg.ca } : {};
-  if (warmUp && WARMUP_SECONDS > 0)
-    await closedLoop(leg.origin, tls, leg.call, { ...loop, seconds: WARMUP_SECONDS });
+  if (warmUp && WARMUP_SECONDS > 0) await runLeg(leg, concurrency, WARMUP_SECONDS);
   const services = Object.entries(pids) as [Service, number][];
   const before = services.map(([, pid]) => treeCpuMs(pid));
-  const result = await closedLoop(leg.origin, tls, leg.call, loop);
+  const result = await runLeg(leg, concurrency, SECONDS);
   const cpuMsPerCall: Partial<Record<Service, number>> = {};
   services.forEach(([service, pid], i) => {
     const after = treeCpuMs(pid);
@@ -332,10 +334,7 @@ async function profileRun(
 ): Promise<void> {
   const nowUs = () => Number(process.hrtime.bigint() / 1000n);
   const fromUs = nowUs();
-  const result = await closedLoop(leg.origin, leg.ca ? { ca: leg.ca } : {}, leg.call, {
-    concurrency,
-    seconds: SECONDS,
-  });
+  const result = await runLeg(leg, concurrency, SECONDS);
   const toUs = nowUs();
   // Gateway workers are children of the service's process: each writes its own profile.
   const trees = Object.entries(under.pids).map(
