@@ -31,7 +31,7 @@ import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { freePort } from './kit/ports.js';
 import { processTree, treeCpuMs } from './kit/process-stats.js';
-import { medianRound } from './kit/rounds.js';
+import { interleavedRounds } from './kit/rounds.js';
 import { fixed, markdownTable } from './kit/table.js';
 
 const args = benchArgs({
@@ -309,17 +309,16 @@ async function measureLegs<Name extends string>(
 ): Promise<Partial<Record<Name, Measured>>> {
   const entries = Object.entries(legsToMeasure) as [Name, Measurable | undefined][];
   const names = entries.filter(([, leg]) => leg !== undefined).map(([name]) => name);
-  const rounds = new Map<Name, Measured[]>(names.map((name) => [name, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const name of names) {
+  const medians = await interleavedRounds(
+    names,
+    ROUNDS,
+    (name, round) => {
       const { leg, pids } = legsToMeasure[name] as Measurable;
-      rounds.get(name)?.push(await measure(leg, concurrency, pids, round === 0));
-    }
-  }
-  const median = (name: Name) => medianRound(rounds.get(name) ?? [], (m) => m.callsPerSecond);
-  return Object.fromEntries(names.map((name) => [name, median(name)])) as Partial<
-    Record<Name, Measured>
-  >;
+      return measure(leg, concurrency, pids, round === 0);
+    },
+    (m) => m.callsPerSecond,
+  );
+  return Object.fromEntries(medians) as Partial<Record<Name, Measured>>;
 }
 
 /**

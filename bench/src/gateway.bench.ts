@@ -61,7 +61,7 @@ import { startNginx } from './kit/nginx.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { perfInstalled, perfReport, recordPerf, removePerfMap } from './kit/perf-record.js';
 import { samplePeakRss, treeCpuSplitMs, treeRssBytes } from './kit/process-stats.js';
-import { medianRound } from './kit/rounds.js';
+import { interleavedRounds } from './kit/rounds.js';
 import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
 import { fixed, markdownTable, percent, times } from './kit/table.js';
 
@@ -290,16 +290,13 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
     for (const connections of CONNECTIONS) {
       // Rows take turns, round after round, so load from elsewhere on the machine falls on all
       // of them alike; each row reports its median round (by req/s).
-      const rounds = new Map<string, Measured[]>(targets.map((target) => [target.name, []]));
-      for (let round = 0; round < ROUNDS; round++) {
-        for (const target of targets) {
-          const measured = await measure(client, target, connections, round === 0);
-          rounds.get(target.name)?.push(measured);
-        }
-      }
-      const results = new Map(
-        [...rounds].map(([name, list]) => [name, medianRound(list, (m) => m.rps)]),
+      const medians = await interleavedRounds(
+        targets,
+        ROUNDS,
+        (target, round) => measure(client, target, connections, round === 0),
+        (m) => m.rps,
       );
+      const results = new Map([...medians].map(([target, m]) => [target.name, m]));
       console.log(`\n${connections} connections`);
       console.log(resultTable(targets, results, baseline));
       goals.push(...goalLines(connections, targets, results, baseline));
@@ -569,10 +566,11 @@ const LIGHT_CONNECTIONS = 10;
  * round after round and each reports its median round by p50. Returns the goal lines.
  */
 async function lightLoadLatency(targets: Target[], baseline: string): Promise<string[]> {
-  const rounds = new Map<string, LoadResult[]>(targets.map((target) => [target.name, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const target of targets) {
-      const result = await runLoad('wrk', {
+  const medians = await interleavedRounds(
+    targets,
+    ROUNDS,
+    (target) =>
+      runLoad('wrk', {
         url: target.url,
         connections: LIGHT_CONNECTIONS,
         seconds: SECONDS,
@@ -581,13 +579,10 @@ async function lightLoadLatency(targets: Target[], baseline: string): Promise<st
         body: TOOL_CALL_BODY,
         threads: THREADS,
         pauseMs: LIGHT_PAUSE_MS,
-      });
-      rounds.get(target.name)?.push(result);
-    }
-  }
-  const results = new Map(
-    [...rounds].map(([name, list]) => [name, medianRound(list, (r) => r.p50Ms)]),
+      }),
+    (r) => r.p50Ms,
   );
+  const results = new Map([...medians].map(([target, r]) => [target.name, r]));
   const direct = results.get(baseline) as LoadResult;
   const added = (r: LoadResult) => fixed(r.p50Ms - direct.p50Ms, 3);
   console.log(
