@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { createLogger } from '@mcp-identity/common';
 import { KNOWN_SCOPES, startIdp } from '@mcp-identity/idp';
 import { autocannon } from './kit/autocannon.js';
+import { percentile } from './kit/closed-loop.js';
 
 const SECONDS = Number(process.env.IDP_BENCH_SECONDS ?? 6);
 const CONNECTIONS = 32;
@@ -32,11 +33,7 @@ const BROAD_FILTER = `${CUSTOM}:customerTier eq gold`;
 
 const pad = (n: number) => String(n).padStart(6, '0');
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
+/** The duration of each of `runs` calls, in ms, sorted (for `percentile`). */
 async function time(runs: number, fn: () => unknown): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -44,7 +41,7 @@ async function time(runs: number, fn: () => unknown): Promise<number[]> {
     await fn();
     samples.push(performance.now() - start);
   }
-  return samples;
+  return samples.sort((a, b) => a - b);
 }
 
 /** The IdP process: seeds the users, prints the in-process table, then its URL and a token. */
