@@ -1,9 +1,9 @@
 import {
+  counterChildren,
   createMetricsRegistry,
   DURATION_BUCKETS,
   formField,
   instrumentHttp,
-  labelChildren,
   outcomeOfStatus,
   registerMetricsRoute,
   requireMetricsToken,
@@ -118,30 +118,21 @@ export function createArazzoMcpMetrics(options: {
 
 /** Area A's OAuth events, read from the answers of its endpoints. */
 function countOAuthEvents(app: FastifyInstance, registry: Registry): void {
-  const registrations = labelChildren(
-    new Counter({
-      name: 'arazzo_mcp_oauth_registrations_total',
-      help: 'Dynamic client registrations (RFC 7591), by outcome.',
-      labelNames: ['outcome'] as const,
-      registers: [registry],
-    }),
-  );
-  const logins = labelChildren(
-    new Counter({
-      name: 'arazzo_mcp_oauth_logins_total',
-      help: 'Sign-ins, by flow (oauth: the authorization form; app: the normal login) and outcome.',
-      labelNames: ['flow', 'outcome'] as const,
-      registers: [registry],
-    }),
-  );
-  const tokens = labelChildren(
-    new Counter({
-      name: 'arazzo_mcp_oauth_tokens_total',
-      help: 'Token requests, by grant type and outcome (success: tokens issued).',
-      labelNames: ['grant_type', 'outcome'] as const,
-      registers: [registry],
-    }),
-  );
+  const registrations = counterChildren(registry, {
+    name: 'arazzo_mcp_oauth_registrations_total',
+    help: 'Dynamic client registrations (RFC 7591), by outcome.',
+    labelNames: ['outcome'] as const,
+  });
+  const logins = counterChildren(registry, {
+    name: 'arazzo_mcp_oauth_logins_total',
+    help: 'Sign-ins, by flow (oauth: the authorization form; app: the normal login) and outcome.',
+    labelNames: ['flow', 'outcome'] as const,
+  });
+  const tokens = counterChildren(registry, {
+    name: 'arazzo_mcp_oauth_tokens_total',
+    help: 'Token requests, by grant type and outcome (success: tokens issued).',
+    labelNames: ['grant_type', 'outcome'] as const,
+  });
   app.addHook('onResponse', async (request, reply) => {
     if (request.method !== 'POST') return;
     const status = reply.statusCode;

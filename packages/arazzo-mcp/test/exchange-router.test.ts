@@ -7,7 +7,7 @@ import {
 import { createLogger } from '@mcp-identity/common';
 import { startTestServer } from '@mcp-identity/common/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GET_USER_WORKFLOWS } from './support/get-user-workflow.js';
+import { GET_USER_WORKFLOWS, getUser, MCP_POST_HEADERS } from './support/get-user-workflow.js';
 
 const workflows = GET_USER_WORKFLOWS;
 
@@ -45,23 +45,10 @@ beforeAll(async () => {
   baseUrl = (await startTestServer(createArazzoMcpApp({ catalog, logger }))).url;
 });
 
-const HEADERS = {
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2025-06-18',
-};
-
-const getUser = (id: number | string, userId: string) => ({
-  jsonrpc: '2.0',
-  id,
-  method: 'tools/call',
-  params: { name: 'get_user', arguments: { userId } },
-});
-
 async function post(body: unknown, signal?: AbortSignal) {
   const response = await fetch(`${baseUrl}/mcp`, {
     method: 'POST',
-    headers: HEADERS,
+    headers: MCP_POST_HEADERS,
     body: JSON.stringify(body),
     signal,
   });
@@ -121,7 +108,11 @@ describe('one MCP server for every stateless HTTP exchange', () => {
     const catalog = createToolCatalog(workflows, runner);
     const url = (await startTestServer(createArazzoMcpApp({ catalog, logger }))).url;
     const send = (body: unknown) =>
-      fetch(`${url}/mcp`, { method: 'POST', headers: HEADERS, body: JSON.stringify(body) });
+      fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: MCP_POST_HEADERS,
+        body: JSON.stringify(body),
+      });
     const victim = send(getUser(9, 'kept-after-cancel'));
     await runner.startOf('kept-after-cancel');
     for (const requestId of [1, 9]) {

@@ -3,7 +3,7 @@ import { createLogger } from '@mcp-identity/common';
 import { startTestServer } from '@mcp-identity/common/testing';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GET_USER_WORKFLOWS } from './support/get-user-workflow.js';
+import { GET_USER_WORKFLOWS, getUser, MCP_POST_HEADERS } from './support/get-user-workflow.js';
 
 // What a stateless Streamable HTTP server answering in JSON owes every POST (the MCP transport
 // specification), with the statuses, codes and messages the MCP SDK's own transport gives.
@@ -24,19 +24,6 @@ beforeAll(async () => {
   baseUrl = (await startTestServer(app)).url;
 });
 
-const HEADERS: Record<string, string> = {
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2025-06-18',
-};
-
-const getUser = (id: number | string, userId: string) => ({
-  jsonrpc: '2.0',
-  id,
-  method: 'tools/call',
-  params: { name: 'get_user', arguments: { userId } },
-});
-
 const initialize = {
   jsonrpc: '2.0',
   id: 0,
@@ -49,7 +36,7 @@ const initialize = {
 };
 
 async function post(body: unknown, headers: Record<string, string | undefined> = {}) {
-  const sent = Object.entries({ ...HEADERS, ...headers }).filter(
+  const sent = Object.entries({ ...MCP_POST_HEADERS, ...headers }).filter(
     (entry): entry is [string, string] => entry[1] !== undefined,
   );
   const response = await fetch(`${baseUrl}/mcp`, {

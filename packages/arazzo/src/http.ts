@@ -47,6 +47,11 @@ export function describeUrl(url: string): string {
   }
 }
 
+/** The method and the described URL, the head of every message about a request. */
+function describeRequest(req: HttpRequest): string {
+  return `${req.method.toUpperCase()} ${describeUrl(req.url)}`;
+}
+
 function causeOf(error: unknown): string {
   const err = error as { code?: string; message?: string; cause?: unknown };
   const inner = err.cause as { code?: string; message?: string } | undefined;
@@ -90,8 +95,7 @@ export class HttpClient {
     try {
       url = new URL(req.url);
     } catch (error) {
-      const where = `${req.method.toUpperCase()} ${describeUrl(req.url)}`;
-      return Promise.reject(new HttpError(`${where}: ${causeOf(error)}`));
+      return Promise.reject(new HttpError(`${describeRequest(req)}: ${causeOf(error)}`));
     }
     return new Promise((resolve, reject) => {
       this.agent.dispatch(
@@ -133,13 +137,10 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     this.deadline = Date.now() + settings.timeoutMs;
   }
 
-  /** For messages: the method and the URL without query or fragment (a query may carry a key). */
-  private where(): string {
-    return `${this.req.method.toUpperCase()} ${describeUrl(this.req.url)}`;
-  }
-
   private timedOut(): HttpError {
-    return new HttpError(`${this.where()}: timed out after ${this.settings.timeoutMs} ms`);
+    return new HttpError(
+      `${describeRequest(this.req)}: timed out after ${this.settings.timeoutMs} ms`,
+    );
   }
 
   // undici takes a handler for its current API by this method's presence.
@@ -159,7 +160,7 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     if (Number.isFinite(declared) && declared > limit) {
       controller.abort(
         new HttpError(
-          `${this.where()}: response of ${declared} bytes exceeds the limit of ${limit} bytes`,
+          `${describeRequest(this.req)}: response of ${declared} bytes exceeds the limit of ${limit} bytes`,
         ),
       );
     }
@@ -170,7 +171,7 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     const limit = this.settings.maxResponseBytes;
     if (this.size > limit) {
       controller.abort(
-        new HttpError(`${this.where()}: response exceeds the limit of ${limit} bytes`),
+        new HttpError(`${describeRequest(this.req)}: response exceeds the limit of ${limit} bytes`),
       );
       return;
     }
@@ -204,7 +205,7 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
       this.reject(this.timedOut());
       return;
     }
-    this.reject(new HttpError(`${this.where()}: ${causeOf(error)}`));
+    this.reject(new HttpError(`${describeRequest(this.req)}: ${causeOf(error)}`));
   }
 }
 

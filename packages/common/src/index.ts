@@ -49,6 +49,7 @@ export {
 export { createLogger, type Logger, type LoggerSettings } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export {
+  counterChildren,
   createMetricsRegistry,
   DURATION_BUCKETS,
   formField,

@@ -4,7 +4,13 @@ import type {
   FastifyRequest,
   onRequestAsyncHookHandler,
 } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import {
+  Counter,
+  type CounterConfiguration,
+  collectDefaultMetrics,
+  Histogram,
+  Registry,
+} from 'prom-client';
 import { bearerToken } from './http-auth.js';
 import { constantTimeEqual } from './secrets.js';
 
@@ -126,20 +132,25 @@ export function labelChildren<C>(metric: {
   };
 }
 
+/** A counter registered in `registry`, its children kept by labelChildren. */
+export function counterChildren<T extends string>(
+  registry: Registry,
+  configuration: Omit<CounterConfiguration<T>, 'registers'>,
+) {
+  return labelChildren(new Counter({ ...configuration, registers: [registry] }));
+}
+
 /**
  * `<prefix>_http_requests_total{method, route, status}` and
  * `<prefix>_http_request_duration_seconds{method, route}`, recorded when each response is sent.
  * Labels are the route pattern the router matched (never the raw URL), so series stay few.
  */
 export function instrumentHttp(app: FastifyInstance, registry: Registry, prefix: string): void {
-  const requests = labelChildren(
-    new Counter({
-      name: `${prefix}_http_requests_total`,
-      help: 'HTTP requests answered, by method, route pattern and status.',
-      labelNames: ['method', 'route', 'status'] as const,
-      registers: [registry],
-    }),
-  );
+  const requests = counterChildren(registry, {
+    name: `${prefix}_http_requests_total`,
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+  });
   const duration = labelChildren(
     new Histogram({
       name: `${prefix}_http_request_duration_seconds`,

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonRpcError } from '@mcp-identity/common';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -169,8 +170,7 @@ class JsonExchange {
 }
 
 function writeRefusal(response: ServerResponse, refusal: Refusal): void {
-  const error = { code: refusal.code, message: refusal.message };
-  writeJson(response, refusal.status, { jsonrpc: '2.0', error, id: null });
+  writeJson(response, refusal.status, jsonRpcError(null, refusal.code, refusal.message));
 }
 
 function writeJson(response: ServerResponse, status: number, body: unknown): void {

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { JSON_RPC } from '@mcp-identity/common';
 import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import {
@@ -49,13 +50,19 @@ export function postMessages(
     );
   }
   if (Array.isArray(parsedBody) && parsedBody.length > MAX_BATCH_SIZE) {
-    return refuse(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+    return refuse(
+      400,
+      JSON_RPC.invalidRequest,
+      `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`,
+    );
   }
   const batch = Array.isArray(parsedBody) ? parsedBody : [parsedBody];
   const messages: JSONRPCMessage[] = [];
   for (const candidate of batch) {
     const parsed = JSONRPCMessageSchema.safeParse(candidate);
-    if (!parsed.success) return refuse(400, -32700, 'Parse error: Invalid JSON-RPC message');
+    if (!parsed.success) {
+      return refuse(400, JSON_RPC.parseError, 'Parse error: Invalid JSON-RPC message');
+    }
     messages.push(parsed.data);
   }
   // The method test first spares a schema parse of every message that is not an initialize.
@@ -65,7 +72,11 @@ export function postMessages(
   );
   if (initializes) {
     if (messages.length > 1) {
-      return refuse(400, -32600, 'Invalid Request: Only one initialization request is allowed');
+      return refuse(
+        400,
+        JSON_RPC.invalidRequest,
+        'Invalid Request: Only one initialization request is allowed',
+      );
     }
     return { messages };
   }

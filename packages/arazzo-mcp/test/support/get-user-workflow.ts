@@ -9,3 +9,18 @@ export const GET_USER_WORKFLOWS: WorkflowSummary[] = [
     outputs: ['user'],
   },
 ];
+
+/** The headers of a well-formed POST to a stateless Streamable HTTP endpoint. */
+export const MCP_POST_HEADERS: Record<string, string> = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-06-18',
+};
+
+/** A `tools/call` of `get_user` under the JSON-RPC id `id`. */
+export const getUser = (id: number | string, userId: string) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'get_user', arguments: { userId } },
+});
