@@ -61,10 +61,11 @@ const notFoundOnGet = () => notFound('User not found in the user store.');
 export class UserStore {
   private schemaCache: UserSchema | undefined;
   private readonly counts = new Map<string, number>();
-  /** Comparisons `narrowSearch` found with more than NARROW_MATCHES users; kept like `counts`. */
-  private readonly broad = new Set<string>();
-  /** Sorted ids of the comparisons `narrowSearch` answered; kept like `counts`. */
-  private readonly narrow = new Map<string, string[]>();
+  /**
+   * Sorted ids of the comparisons `narrowSearch` answered, or undefined for one it found with
+   * more than NARROW_MATCHES users; kept like `counts`.
+   */
+  private readonly narrow = new Map<string, string[] | undefined>();
   /** Pages of stored users by their ids, read again after any write to the database. */
   private readonly pages: ReadCache<string, UserRow[]>;
   private countsVersion = -1;
@@ -250,26 +251,20 @@ export class UserStore {
       return undefined;
     }
     const [sql, params] = comparisonSql(comparison, kind, schema, false);
-    // A filter found broad before goes straight to the worker (a probe would be wasted work).
     const key = this.searchCacheKey(sql, params);
-    if (this.broad.has(key)) return undefined;
     let ids = this.narrow.get(key);
-    if (!ids) {
-      ids = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
+    // A filter found broad before goes straight to the worker (a probe would be wasted work).
+    if (!this.narrow.has(key)) {
+      const found = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
         .pluck()
         .all(...params) as string[];
-      if (ids.length > NARROW_MATCHES) {
-        if (this.broad.size >= COUNT_CACHE_SIZE)
-          this.broad.delete(this.broad.values().next().value!);
-        this.broad.add(key);
-        return undefined;
-      }
       // Ids are ASCII, so JavaScript's order is SQLite's (BINARY) order.
-      ids.sort();
+      ids = found.length > NARROW_MATCHES ? undefined : found.sort();
       if (this.narrow.size >= COUNT_CACHE_SIZE)
         this.narrow.delete(this.narrow.keys().next().value!);
       this.narrow.set(key, ids);
     }
+    if (!ids) return undefined;
     const from = page.startIndex - 1;
     return { total: ids.length, rows: this.rowsByIds(ids.slice(from, from + page.count)) };
   }
@@ -311,7 +306,6 @@ export class UserStore {
 
   private clearSearchCaches(): void {
     this.counts.clear();
-    this.broad.clear();
     this.narrow.clear();
   }
 
