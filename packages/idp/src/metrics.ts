@@ -13,8 +13,10 @@ import { Counter } from 'prom-client';
 import type { TokenService } from './auth/tokens.js';
 import { admitBearer } from './scim/routes.js';
 import { findAccessRule } from './scim/scopes.js';
+import { GRANT_TYPES } from './store/apps.js';
 
-const GRANT_TYPES = new Set(['authorization_code', 'client_credentials', 'refresh_token']);
+/** Grant types counted by name; any other `grant_type` is counted as `other`. */
+const COUNTED_GRANT_TYPES: ReadonlySet<string> = new Set(GRANT_TYPES);
 
 /** What a submitted login form came to: a redirect with a code is a sign-in. */
 function loginOutcome(status: number, location: unknown): string {
@@ -83,7 +85,7 @@ export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): 
 
 function grantTypeOf(request: FastifyRequest): string {
   const grantType = formField(request.body, 'grant_type');
-  return grantType !== undefined && GRANT_TYPES.has(grantType) ? grantType : 'other';
+  return grantType !== undefined && COUNTED_GRANT_TYPES.has(grantType) ? grantType : 'other';
 }
 
 /** The access rule of `GET /metrics`, checked as the SCIM valve checks its routes. */

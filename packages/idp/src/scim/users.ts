@@ -1,7 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { hashSecret, verifySecret } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
-import { dataVersion, ReadCache } from '../store/read-cache.js';
+import { ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, notFound } from './errors.js';
 import {
   type Comparison,
@@ -55,19 +55,24 @@ const CHECK_SLICE = 500;
  */
 const NARROW_MATCHES = 256;
 
+/** The cache key of a search's SQL and parameters. */
+const searchCacheKey = (sql: string, params: readonly unknown[]): string =>
+  `${sql}\u0000${JSON.stringify(params)}`;
+
 const notFoundOnGet = () => notFound('User not found in the user store.');
 
 /** Users and agents (agents are users with kind `agent`), persisted in SQLite. */
 export class UserStore {
   private schemaCache: UserSchema | undefined;
-  private readonly counts = new Map<string, number>();
-  /** Comparisons `narrowSearch` found with more than NARROW_MATCHES users; kept like `counts`. */
-  private readonly broad = new Set<string>();
-  /** Sorted ids of the comparisons `narrowSearch` answered; kept like `counts`. */
-  private readonly narrow = new Map<string, string[]>();
+  /** `totalResults` of filters (see `count`), kept until the users change. */
+  private readonly counts: ReadCache<string, number>;
+  /**
+   * Sorted ids of the comparisons `narrowSearch` answered, or undefined for one it found with
+   * more than NARROW_MATCHES users; kept like `counts`.
+   */
+  private readonly narrow: ReadCache<string, string[] | undefined>;
   /** Pages of stored users by their ids, read again after any write to the database. */
   private readonly pages: ReadCache<string, UserRow[]>;
-  private countsVersion = -1;
   private worker: SearchWorker | undefined;
   private dummyHash: Promise<string> | undefined;
 
@@ -76,6 +81,9 @@ export class UserStore {
     private readonly now: () => Date = () => new Date(),
   ) {
     this.pages = new ReadCache(db, 64);
+    // Writes through this store clear these two (`clearSearchCaches`).
+    this.counts = new ReadCache(db, COUNT_CACHE_SIZE, false);
+    this.narrow = new ReadCache(db, COUNT_CACHE_SIZE, false);
   }
 
   schema(): UserSchema {
@@ -251,25 +259,14 @@ export class UserStore {
     }
     const [sql, params] = comparisonSql(comparison, kind, schema, false);
     // A filter found broad before goes straight to the worker (a probe would be wasted work).
-    const key = this.searchCacheKey(sql, params);
-    if (this.broad.has(key)) return undefined;
-    let ids = this.narrow.get(key);
-    if (!ids) {
-      ids = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
+    const ids = this.narrow.get(searchCacheKey(sql, params), () => {
+      const found = statement(this.db, `${sql} LIMIT ${NARROW_MATCHES + 1}`)
         .pluck()
         .all(...params) as string[];
-      if (ids.length > NARROW_MATCHES) {
-        if (this.broad.size >= COUNT_CACHE_SIZE)
-          this.broad.delete(this.broad.values().next().value!);
-        this.broad.add(key);
-        return undefined;
-      }
       // Ids are ASCII, so JavaScript's order is SQLite's (BINARY) order.
-      ids.sort();
-      if (this.narrow.size >= COUNT_CACHE_SIZE)
-        this.narrow.delete(this.narrow.keys().next().value!);
-      this.narrow.set(key, ids);
-    }
+      return found.length > NARROW_MATCHES ? undefined : found.sort();
+    });
+    if (!ids) return undefined;
     const from = page.startIndex - 1;
     return { total: ids.length, rows: this.rowsByIds(ids.slice(from, from + page.count)) };
   }
@@ -299,19 +296,8 @@ export class UserStore {
     return this.pages.get(ids.join(' '), () => this.rawRowsByIds(ids)).map(toRecord);
   }
 
-  /** The cache key of a search's SQL; clears the caches when another connection wrote. */
-  private searchCacheKey(ids: string, params: readonly unknown[]): string {
-    const version = dataVersion(this.db);
-    if (version !== this.countsVersion) {
-      this.clearSearchCaches();
-      this.countsVersion = version;
-    }
-    return `${ids}\u0000${JSON.stringify(params)}`;
-  }
-
   private clearSearchCaches(): void {
     this.counts.clear();
-    this.broad.clear();
     this.narrow.clear();
   }
 
@@ -322,19 +308,12 @@ export class UserStore {
    * `data_version`.
    */
   private count(ids: string, params: readonly unknown[]): number {
-    const key = this.searchCacheKey(ids, params);
-    let total = this.counts.get(key);
-    if (total === undefined) {
-      total = (
-        statement(this.db, `SELECT count(*) AS n FROM (${ids})`).get(...params) as {
-          n: number;
-        }
-      ).n;
-      if (this.counts.size >= COUNT_CACHE_SIZE)
-        this.counts.delete(this.counts.keys().next().value!);
-      this.counts.set(key, total);
-    }
-    return total;
+    return this.counts.get(
+      searchCacheKey(ids, params),
+      () =>
+        (statement(this.db, `SELECT count(*) AS n FROM (${ids})`).get(...params) as { n: number })
+          .n,
+    );
   }
 
   /** The same search by reading every user: the baseline the benchmark compares against. */

@@ -64,7 +64,8 @@ type AppRow = {
   created_at: number;
 };
 
-const GRANT_TYPES: readonly GrantType[] = [
+/** The grant types an application may hold. */
+export const GRANT_TYPES: readonly GrantType[] = [
   'client_credentials',
   'authorization_code',
   'refresh_token',

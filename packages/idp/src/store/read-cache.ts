@@ -50,16 +50,15 @@ function watchOf(db: Db): ChangeWatch {
   return watch;
 }
 
-/** SQLite's `data_version` of `db`: it changes when another connection commits (see above). */
-export function dataVersion(db: Db): number {
-  return watchOf(db).version();
-}
-
 /**
  * Values derived from database rows, each kept only while no write could have changed those
  * rows: any write (by this connection or a commit by another) drops every entry. Nothing is
  * kept from inside a transaction, whose writes may still be rolled back. Bounded: the oldest
  * entry goes first.
+ *
+ * `ownWrites: false`: only commits by other connections drop the entries; the owner calls
+ * `clear` on those of its own writes that can change them (so that unrelated writes on this
+ * connection, such as issuing tokens, keep them).
  */
 export class ReadCache<K, V> {
   private readonly entries = new Map<K, V>();
@@ -70,13 +69,20 @@ export class ReadCache<K, V> {
   constructor(
     private readonly db: Db,
     private readonly maxEntries = 1024,
+    private readonly ownWrites = true,
   ) {
     this.watch = watchOf(db);
   }
 
+  clear(): void {
+    this.entries.clear();
+  }
+
   get(key: K, load: () => V): V {
     if (this.db.inTransaction) return load();
-    const [dataVersion, totalChanges] = this.watch.stamp();
+    const [dataVersion, totalChanges] = this.ownWrites
+      ? this.watch.stamp()
+      : [this.watch.version(), this.totalChanges];
     if (dataVersion !== this.dataVersion || totalChanges !== this.totalChanges) {
       this.entries.clear();
       this.dataVersion = dataVersion;
