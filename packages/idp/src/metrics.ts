@@ -1,15 +1,14 @@
 import {
+  counterChildren,
   createMetricsRegistry,
   formField,
   instrumentHttp,
-  labelChildren,
   METRICS_PATH,
   outcomeOfStatus,
   registerMetricsRoute,
   routeLabel,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Counter } from 'prom-client';
 import type { TokenService } from './auth/tokens.js';
 import { admitBearer } from './scim/routes.js';
 import { findAccessRule } from './scim/scopes.js';
@@ -45,30 +44,21 @@ function scimResource(route: string): string {
 export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): void {
   const registry = createMetricsRegistry();
   instrumentHttp(app, registry, 'idp');
-  const tokenRequests = labelChildren(
-    new Counter({
-      name: 'idp_token_requests_total',
-      help: 'Token endpoint requests, by grant type and outcome (success: tokens issued, refused, throttled, error).',
-      labelNames: ['grant_type', 'outcome'] as const,
-      registers: [registry],
-    }),
-  );
-  const logins = labelChildren(
-    new Counter({
-      name: 'idp_login_attempts_total',
-      help: 'Submitted login forms, by outcome (success, failure, throttled, refused, error).',
-      labelNames: ['outcome'] as const,
-      registers: [registry],
-    }),
-  );
-  const scimRequests = labelChildren(
-    new Counter({
-      name: 'idp_scim_requests_total',
-      help: 'SCIM requests, by resource type, method and status.',
-      labelNames: ['resource', 'method', 'status'] as const,
-      registers: [registry],
-    }),
-  );
+  const tokenRequests = counterChildren(registry, {
+    name: 'idp_token_requests_total',
+    help: 'Token endpoint requests, by grant type and outcome (success: tokens issued, refused, throttled, error).',
+    labelNames: ['grant_type', 'outcome'] as const,
+  });
+  const logins = counterChildren(registry, {
+    name: 'idp_login_attempts_total',
+    help: 'Submitted login forms, by outcome (success, failure, throttled, refused, error).',
+    labelNames: ['outcome'] as const,
+  });
+  const scimRequests = counterChildren(registry, {
+    name: 'idp_scim_requests_total',
+    help: 'SCIM requests, by resource type, method and status.',
+    labelNames: ['resource', 'method', 'status'] as const,
+  });
   app.addHook('onResponse', async (request, reply) => {
     const route = routeLabel(request);
     if (route === '/oauth2/token') {
