@@ -78,17 +78,11 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
     logLevel,
     childLoggerFactory: childrenAtLevel(logLevel),
     preParsing: (request, reply, payload, done) => {
-      const { headers } = request;
-      if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
-        return done(null, payload);
-      }
-      const bytes = bodyBudget.reservation(headers, options.maxRequestBodyBytes);
-      if (!bodyBudget.tryReserve(bytes)) {
+      if (!bodyBudget.admit(request.headers, options.maxRequestBodyBytes, reply.raw)) {
         reply.header('connection', 'close').header('retry-after', '1');
         gatewayError(reply, 503, BODY_BUDGET_EXHAUSTED);
         return;
       }
-      reply.raw.once('close', () => bodyBudget.release(bytes));
       done(null, payload);
     },
     handler: async (request, reply) => {
