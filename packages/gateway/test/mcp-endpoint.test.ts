@@ -1,8 +1,11 @@
-import { Writable } from 'node:stream';
-import { createLogger } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import {
+  type GatewayFixture,
+  lineLogger,
+  proxyDefinition,
+  startTestGateway,
+} from './fixtures/gateway.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { rawRequest } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
@@ -18,20 +21,13 @@ describe('the /mcp endpoint served before Fastify', () => {
   beforeAll(async () => {
     upstream = await startUpstream();
     km = await startKeyManager();
-    const destination = new Writable({
-      write(chunk, _encoding, callback) {
-        for (const line of String(chunk).split('\n')) {
-          const record = line ? JSON.parse(line) : undefined;
-          if (record?.audit) audit.push(record.audit);
-        }
-        callback();
-      },
-    });
     fx = await startTestGateway({
       dataDir: tempDir(),
       keyManager: km,
       limits: { max_request_body_bytes: 100 },
-      logger: createLogger({ level: 'info', pretty: false, destination }),
+      logger: lineLogger((line) => {
+        if (line.audit) audit.push(line.audit as Record<string, unknown>);
+      }),
     });
     const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
     const deployed = await fx.deploy(
