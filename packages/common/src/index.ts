@@ -73,7 +73,6 @@ export {
   createCorsHook,
   createOriginPolicy,
   isLoopbackOrigin,
-  isPreflight,
   normalizeOrigin,
   type OriginPolicy,
   type OriginPolicyOptions,
