@@ -74,7 +74,6 @@ export {
   createCorsHook,
   createOriginPolicy,
   isLoopbackOrigin,
-  isPreflight,
   normalizeOrigin,
   type OriginPolicy,
   type OriginPolicyOptions,

@@ -167,7 +167,7 @@ export function createCors(options: Omit<CorsOptions, 'paths'>) {
 }
 
 /** A CORS preflight (Fetch standard): OPTIONS naming the method it asks for. */
-export function isPreflight(method: string, headers: IncomingHttpHeaders): boolean {
+function isPreflight(method: string, headers: IncomingHttpHeaders): boolean {
   return method === 'OPTIONS' && headers['access-control-request-method'] !== undefined;
 }
 

@@ -1,4 +1,9 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+
+/** Whether a request announces a body (RFC 9112 §6.3): a length or a transfer coding. */
+export function announcesBody(headers: IncomingHttpHeaders): boolean {
+  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined;
+}
 
 /**
  * A global cap on request body bytes being received at once, across all proxies: a request
@@ -10,23 +15,25 @@ export class BodyBudget {
 
   constructor(readonly capBytes: number) {}
 
-  /** What a request with these headers reserves: its declared length, capped at `maxBodyBytes`. */
-  reservation(headers: IncomingHttpHeaders, maxBodyBytes: number): number {
+  /**
+   * Admits the body a request with these headers announces, if any: its bytes (the declared
+   * length, capped at `maxBodyBytes`) are held until `response` closes. False, holding nothing,
+   * when they would exceed the cap.
+   */
+  admit(headers: IncomingHttpHeaders, maxBodyBytes: number, response: ServerResponse): boolean {
+    if (!announcesBody(headers)) return true;
     const declared = Number(headers['content-length']);
-    return Math.min(
+    const bytes = Math.min(
       Number.isFinite(declared) && declared >= 0 ? declared : maxBodyBytes,
       maxBodyBytes,
     );
-  }
-
-  tryReserve(bytes: number): boolean {
     if (this.used + bytes > this.capBytes) return false;
     this.used += bytes;
+    // 'close' comes once: `on` spares the wrapper `once` would make.
+    response.on('close', () => {
+      this.used = Math.max(0, this.used - bytes);
+    });
     return true;
-  }
-
-  release(bytes: number): void {
-    this.used = Math.max(0, this.used - bytes);
   }
 
   get inUse(): number {

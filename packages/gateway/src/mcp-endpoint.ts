@@ -8,7 +8,7 @@ import {
   type Logger,
 } from '@mcp-identity/common';
 import { McpExchange } from './exchange.js';
-import { announcesBody, McpHttp } from './mcp-http.js';
+import { McpHttp } from './mcp-http.js';
 import { createMcpRequestHandling } from './mcp-request.js';
 import { mcpRuntimeAt, pathOf } from './proxy-paths.js';
 import type { ProxyRuntime } from './registry.js';
@@ -68,25 +68,20 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
   const afterHeaders = (exchange: McpExchange, http: McpHttp) => {
     if (http.answered) return;
     const { headers, method } = http;
-    if (announcesBody(headers)) {
-      const bytes = bodyBudget.reservation(headers, maxRequestBodyBytes);
-      if (!bodyBudget.tryReserve(bytes)) {
-        http.closeConnection();
-        const retry = { 'retry-after': '1' };
-        const body = jsonRpcError(null, -32000, BODY_BUDGET_EXHAUSTED);
-        handling.answer(
-          exchange,
-          http,
-          503,
-          'unavailable',
-          'request body budget exhausted',
-          body,
-          retry,
-        );
-        return;
-      }
-      // 'close' comes once: `on` spares the wrapper `once` would make.
-      http.response.on('close', () => bodyBudget.release(bytes));
+    if (!bodyBudget.admit(headers, maxRequestBodyBytes, http.response)) {
+      http.closeConnection();
+      const retry = { 'retry-after': '1' };
+      const body = jsonRpcError(null, -32000, BODY_BUDGET_EXHAUSTED);
+      handling.answer(
+        exchange,
+        http,
+        503,
+        'unavailable',
+        'request body budget exhausted',
+        body,
+        retry,
+      );
+      return;
     }
     if (BODYLESS_METHODS.has(method)) return handle(exchange, http);
     const contentType = headers['content-type'];

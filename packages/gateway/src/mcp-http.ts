@@ -4,11 +4,6 @@ import type { HeaderList } from './forwarding-headers.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-/** Whether a request announces a body (RFC 9112 §6.3): a length or a transfer coding. */
-export function announcesBody(headers: IncomingHttpHeaders): boolean {
-  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined;
-}
-
 let lastRequestId = 0;
 
 /**

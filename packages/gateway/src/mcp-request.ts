@@ -168,7 +168,6 @@ export function createMcpRequestHandling(options: {
 
   function forward(exchange: McpExchange, http: McpHttp): Promise<void> | undefined {
     const { runtime, call } = exchange;
-    const { body } = http;
     let filter: ListFilter | undefined;
     if (runtime.listPolicies.length > 0 && call && isListMethod(call.method)) {
       const listMethod = call.method;
@@ -182,8 +181,7 @@ export function createMcpRequestHandling(options: {
       http,
       exchange,
       log,
-      body,
-      id: call ? call.id : requestIdOf(body),
+      id: call ? call.id : requestIdOf(http.body),
       filter,
       finish,
     });

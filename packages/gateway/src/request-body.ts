@@ -6,7 +6,7 @@ export interface BodyError {
   message: string;
 }
 
-export const BODY_TOO_LARGE: BodyError = { status: 413, message: 'Request body is too large' };
+const BODY_TOO_LARGE: BodyError = { status: 413, message: 'Request body is too large' };
 export const UNSUPPORTED_MEDIA_TYPE: BodyError = { status: 415, message: 'Unsupported Media Type' };
 const LENGTH_MISMATCH: BodyError = {
   status: 400,

@@ -1,12 +1,5 @@
 import { createCorsHook, gatewayError, type Logger, type OriginPolicy } from '@mcp-identity/common';
-import type {
-  FastifyBaseLogger,
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  FastifyServerOptions,
-  LogLevel,
-} from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
 import type { BodyBudget } from './body-budget.js';
 import type { Listener } from './listener.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -69,26 +62,19 @@ function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void 
     return reply.header('cache-control', 'public, max-age=300').send(document);
   };
 
-  // Fastify's per-request log lines would repeat the MCP audit line. A route level replaces
-  // the configured one, so never make the route chattier.
+  // No per-request log lines below `warn`, as on `/mcp` (`createMcpEndpoint`). A route level
+  // replaces the configured one, so never make the route chattier.
   const logLevel = routeLogLevel(app.log.level);
   app.route({
     method: [...DATA_PLANE_METHODS],
     url: '/*',
     logLevel,
-    childLoggerFactory: childrenAtLevel(logLevel),
     preParsing: (request, reply, payload, done) => {
-      const { headers } = request;
-      if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) {
-        return done(null, payload);
-      }
-      const bytes = bodyBudget.reservation(headers, options.maxRequestBodyBytes);
-      if (!bodyBudget.tryReserve(bytes)) {
+      if (!bodyBudget.admit(request.headers, options.maxRequestBodyBytes, reply.raw)) {
         reply.header('connection', 'close').header('retry-after', '1');
         gatewayError(reply, 503, BODY_BUDGET_EXHAUSTED);
         return;
       }
-      reply.raw.once('close', () => bodyBudget.release(bytes));
       done(null, payload);
     },
     handler: async (request, reply) => {
@@ -108,24 +94,6 @@ export const BODY_BUDGET_EXHAUSTED =
 export function routeLogLevel(configured: string): LogLevel {
   return quieterLevel(configured, 'warn');
 }
-/**
- * Request loggers at the route's level, as Fastify's own factory makes them, but children of one
- * logger already at that level: pino rebuilds every log method of a child given a level, and
- * Fastify makes a child per request.
- */
-function childrenAtLevel(level: LogLevel): NonNullable<FastifyServerOptions['childLoggerFactory']> {
-  const atLevel = new WeakMap<FastifyBaseLogger, FastifyBaseLogger>();
-  return (logger, bindings, options) => {
-    if (options.level !== level || options.serializers) return logger.child(bindings, options);
-    let parent = atLevel.get(logger);
-    if (!parent) {
-      parent = logger.child({}, { level });
-      atLevel.set(logger, parent);
-    }
-    return parent.child(bindings);
-  };
-}
-
 const LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 function quieterLevel(current: string, floor: LogLevel): LogLevel {

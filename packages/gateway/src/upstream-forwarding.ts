@@ -62,7 +62,6 @@ export interface Forwarding {
   exchange: McpExchange;
   /** Where upstream failures are logged. */
   log: Logger;
-  body: Buffer | undefined;
   id: JsonRpcId;
   filter: ListFilter | undefined;
   /** Writes the audit line and metrics once the exchange is over. */
@@ -87,6 +86,7 @@ function upstreamFailure(f: Forwarding, error: unknown): { status: 502 | 504; me
 /** The request the gateway sends upstream for this exchange. */
 function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
   const { runtime } = f.exchange;
+  const { body } = f.http;
   return {
     path: runtime.upstreamPath,
     method: f.http.method as Dispatcher.HttpMethod,
@@ -95,7 +95,7 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
       identityEncoding: f.filter !== undefined,
       credential: runtime.upstreamAuth,
     }),
-    body: f.body && f.body.length > 0 ? f.body : null,
+    body: body && body.length > 0 ? body : null,
   };
 }
 

@@ -1,9 +1,8 @@
-import { request } from 'node:http';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
 import { CLIENT_ID, ISSUER, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
-import { connectClient, json, postMcp } from './fixtures/mcp-client.js';
+import { connectClient, json, postMcp, rawRequest } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-discovery-');
@@ -17,29 +16,12 @@ const initialize = (protocolVersion = '2025-06-18') => ({
 
 /** A plain HTTP request with headers fetch() will not send (Host). */
 function rawPost(url: string, headers: Record<string, string>, body: unknown) {
-  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>(
-    (resolve, reject) => {
-      const req = request(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          ...headers,
-        },
-      });
-      req.on('response', (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => {
-          text += chunk.toString('utf8');
-        });
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }),
-        );
-      });
-      req.on('error', reject);
-      req.end(JSON.stringify(body));
-    },
-  );
+  const mcpHeaders = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...headers,
+  };
+  return rawRequest(url, 'POST', mcpHeaders, JSON.stringify(body));
 }
 
 describe('what standard MCP clients need from a proxy', () => {

@@ -1,42 +1,16 @@
-import { request } from 'node:http';
-import { Writable } from 'node:stream';
-import { createLogger } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import {
+  type GatewayFixture,
+  lineLogger,
+  proxyDefinition,
+  startTestGateway,
+} from './fixtures/gateway.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { rawRequest } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-endpoint-');
-
-/** One request on its own connection, with exactly these headers and body. */
-function send(
-  url: string,
-  method: string,
-  headers: Record<string, string>,
-  body: string | undefined,
-) {
-  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>(
-    (resolve, reject) => {
-      // Node's client frames a DELETE or GET body only when told its length.
-      const framed =
-        body === undefined
-          ? headers
-          : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
-      const req = request(url, { method, headers: framed, agent: false }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => {
-          text += chunk.toString('utf8');
-        });
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }),
-        );
-      });
-      req.on('error', reject);
-      req.end(body);
-    },
-  );
-}
 
 describe('the /mcp endpoint served before Fastify', () => {
   let upstream: Upstream;
@@ -47,20 +21,13 @@ describe('the /mcp endpoint served before Fastify', () => {
   beforeAll(async () => {
     upstream = await startUpstream();
     km = await startKeyManager();
-    const destination = new Writable({
-      write(chunk, _encoding, callback) {
-        for (const line of String(chunk).split('\n')) {
-          const record = line ? JSON.parse(line) : undefined;
-          if (record?.audit) audit.push(record.audit);
-        }
-        callback();
-      },
-    });
     fx = await startTestGateway({
       dataDir: tempDir(),
       keyManager: km,
       limits: { max_request_body_bytes: 100 },
-      logger: createLogger({ level: 'info', pretty: false, destination }),
+      logger: lineLogger((line) => {
+        if (line.audit) audit.push(line.audit as Record<string, unknown>);
+      }),
     });
     const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
     const deployed = await fx.deploy(
@@ -86,7 +53,7 @@ describe('the /mcp endpoint served before Fastify', () => {
     ];
     for (const [method, headers, body] of cases) {
       const before = audit.length;
-      const response = await send(
+      const response = await rawRequest(
         `${fx.gateway.plainUrl}/scim/mcp`,
         method,
         { authorization: 'Bearer', ...headers },
@@ -107,7 +74,7 @@ describe('the /mcp endpoint served before Fastify', () => {
     const token = await km.sign({});
     const authorization = `Bearer ${token}`;
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', pad: 'x'.repeat(200) });
-    const tooLarge = await send(
+    const tooLarge = await rawRequest(
       `${fx.gateway.plainUrl}/scim/mcp`,
       'POST',
       { authorization, 'content-type': 'application/json' },
@@ -119,7 +86,7 @@ describe('the /mcp endpoint served before Fastify', () => {
       error: 'payload_too_large',
       message: 'Request body is too large',
     });
-    const unsupported = await send(
+    const unsupported = await rawRequest(
       `${fx.gateway.plainUrl}/scim/mcp`,
       'POST',
       { authorization, 'content-type': 'json' },

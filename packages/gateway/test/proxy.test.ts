@@ -1,8 +1,11 @@
-import { Writable } from 'node:stream';
-import { createLogger } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import {
+  type GatewayFixture,
+  lineLogger,
+  proxyDefinition,
+  startTestGateway,
+} from './fixtures/gateway.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { connectClient, json, postMcp, toolCall } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
@@ -18,16 +21,10 @@ describe('data plane', () => {
   beforeAll(async () => {
     upstream = await startUpstream();
     km = await startKeyManager();
-    const destination = new Writable({
-      write(chunk, _encoding, callback) {
-        for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
-        callback();
-      },
-    });
     fx = await startTestGateway({
       dataDir: tempDir(),
       keyManager: km,
-      logger: createLogger({ level: 'info', pretty: false, destination }),
+      logger: lineLogger((line) => logLines.push(line)),
     });
     const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
     const authz = {
