@@ -35,8 +35,4 @@ export class BodyBudget {
     });
     return true;
   }
-
-  get inUse(): number {
-    return this.used;
-  }
 }
