@@ -555,14 +555,15 @@ function goalLines(
     });
 }
 
-/** Light load: each of 10 connections pauses this long between requests (~1,900 req/s in all). */
+/** Light load: each of 10 connections pauses this long on average between requests (~1,900 req/s in all). */
 const LIGHT_PAUSE_MS = 5;
 const LIGHT_CONNECTIONS = 10;
 
 /**
  * The latency each path adds when nothing queues: at saturation (the tables above) a request's
  * latency is mostly its wait behind the others (p50 ≈ connections / throughput), so "added p50"
- * there restates throughput. Here every row gets the same light, steady load; rows take turns
+ * there restates throughput. Here every row gets the same light load, with random pauses so that
+ * the connections do not send in step (which would measure a burst queueing); rows take turns
  * round after round and each reports its median round by p50. Returns the goal lines.
  */
 async function lightLoadLatency(targets: Target[], baseline: string): Promise<string[]> {
@@ -586,7 +587,7 @@ async function lightLoadLatency(targets: Target[], baseline: string): Promise<st
   const direct = results.get(baseline) as LoadResult;
   const added = (r: LoadResult) => fixed(r.p50Ms - direct.p50Ms, 3);
   console.log(
-    `\nlight load: ${LIGHT_CONNECTIONS} connections, each pausing ${LIGHT_PAUSE_MS} ms between requests; median of ${ROUNDS} rounds by p50`,
+    `\nlight load: ${LIGHT_CONNECTIONS} connections, each pausing ${LIGHT_PAUSE_MS} ms on average (0–${2 * LIGHT_PAUSE_MS} ms at random) between requests; median of ${ROUNDS} rounds by p50`,
   );
   console.log(
     markdownTable(

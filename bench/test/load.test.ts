@@ -8,6 +8,8 @@ const wrkInstalled = (await pickLoadClient()) === 'wrk';
 
 const seen: { headers: IncomingHttpHeaders; body: string }[] = [];
 const arrivals: { at: number; body: string; authorization: string | undefined }[] = [];
+/** Arrival times of the /paced requests, per connection. */
+const pacedArrivals = new Map<object, number[]>();
 const server = createServer((request, response) => {
   let body = '';
   request.on('data', (chunk: Buffer) => {
@@ -16,6 +18,11 @@ const server = createServer((request, response) => {
   request.on('end', () => {
     // Only the requests of the test that sends to /mcp (a previous test's last ones may linger).
     if (request.url === '/mcp' && seen.length < 5) seen.push({ headers: request.headers, body });
+    if (request.url === '/paced') {
+      const times = pacedArrivals.get(request.socket) ?? [];
+      times.push(performance.now());
+      pacedArrivals.set(request.socket, times);
+    }
     if (request.url === '/fixed-rate') {
       arrivals.push({ at: performance.now(), body, authorization: request.headers.authorization });
     }
@@ -66,20 +73,31 @@ describe.each(clients)('closed-loop load with %s', (client) => {
 });
 
 describe.runIf(wrkInstalled)('light load with wrk', () => {
-  it('paces each connection by the pause between requests', async () => {
+  it('paces each connection by random pauses that average the one given', async () => {
     const spec = {
       url: `${origin}/paced`,
-      connections: 1,
-      seconds: 1,
+      connections: 4,
+      seconds: 2,
       method: 'GET' as const,
       headers: {},
     };
-    const paced = await runLoad('wrk', { ...spec, pauseMs: 100 });
-    // One connection waiting 100 ms after each answer sends about 10 requests in a second;
-    // unpaced, the same connection sends thousands.
-    expect(paced.requests).toBeGreaterThan(0);
-    expect(paced.requests).toBeLessThanOrEqual(12);
-    expect((await runLoad('wrk', spec)).requests).toBeGreaterThan(100);
+    pacedArrivals.clear();
+    const paced = await runLoad('wrk', { ...spec, pauseMs: 50 });
+    // Four connections waiting 50 ms on average after each answer send about 160 requests in
+    // two seconds; unpaced, the same connections send thousands.
+    expect(paced.requests).toBeGreaterThan(80);
+    expect(paced.requests).toBeLessThan(320);
+    const gaps = [...pacedArrivals.values()].flatMap((times) =>
+      times.slice(1).map((at, i) => at - (times[i] as number)),
+    );
+    const mean = gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length;
+    expect(mean).toBeGreaterThan(35);
+    expect(mean).toBeLessThan(75);
+    // Random, not fixed: some gaps are far shorter than the mean and some far longer, so
+    // connections that started together do not stay in step.
+    expect(gaps.filter((gap) => gap < 25).length).toBeGreaterThan(5);
+    expect(gaps.filter((gap) => gap > 75).length).toBeGreaterThan(5);
+    expect((await runLoad('wrk', spec)).requests).toBeGreaterThan(500);
   });
 });
 

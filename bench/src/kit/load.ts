@@ -26,8 +26,10 @@ export interface LoadSpec {
   /** wrk threads (default 1: the servers under test need the other cores). */
   threads?: number;
   /**
-   * Each connection waits this long after an answer before its next request (wrk only): a
-   * light, steady load under which latency is the path's own rather than time spent queued.
+   * After each answer a connection waits a random whole number of milliseconds between 0 and
+   * twice this, this on average (wrk only): a light load under which latency is the path's own
+   * rather than time spent queued. A fixed pause would keep connections that started together
+   * in step, so each round of requests would arrive as one burst and queue behind itself.
    */
   pauseMs?: number;
 }
@@ -88,7 +90,7 @@ async function runWrk(spec: LoadSpec): Promise<LoadResult> {
       `wrk.method = "${spec.method}"
 ${spec.body === undefined ? '' : `wrk.body = ${luaString(spec.body)}`}
 ${headers}
-${spec.pauseMs === undefined ? '' : `delay = function() return ${spec.pauseMs} end`}
+${spec.pauseMs === undefined ? '' : `delay = function() return math.random(0, ${2 * spec.pauseMs}) end`}
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format("BENCH-RESULT %d %d %.1f %.1f %d %d %d %d %d\\n",
