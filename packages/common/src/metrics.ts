@@ -140,12 +140,20 @@ export function counterChildren<T extends string>(
   return labelChildren(new Counter({ ...configuration, registers: [registry] }));
 }
 
+/** Records one answered request: its method, route pattern, status and duration in seconds. */
+export type HttpRequestRecorder = (
+  method: string,
+  route: string,
+  status: number,
+  seconds: number,
+) => void;
+
 /**
  * `<prefix>_http_requests_total{method, route, status}` and
- * `<prefix>_http_request_duration_seconds{method, route}`, recorded when each response is sent.
- * Labels are the route pattern the router matched (never the raw URL), so series stay few.
+ * `<prefix>_http_request_duration_seconds{method, route}`, registered in `registry`; the
+ * recorder also serves requests answered before Fastify (`createApp`'s `front`).
  */
-export function instrumentHttp(app: FastifyInstance, registry: Registry, prefix: string): void {
+export function httpRequestMetrics(registry: Registry, prefix: string): HttpRequestRecorder {
   const requests = counterChildren(registry, {
     name: `${prefix}_http_requests_total`,
     help: 'HTTP requests answered, by method, route pattern and status.',
@@ -160,9 +168,23 @@ export function instrumentHttp(app: FastifyInstance, registry: Registry, prefix:
       registers: [registry],
     }),
   );
+  return (method, route, status, seconds) => {
+    requests(method, route, String(status)).inc();
+    duration(method, route).observe(seconds);
+  };
+}
+
+/**
+ * Records every request Fastify answers, when its response is sent. Labels are the route
+ * pattern the router matched (never the raw URL), so series stay few.
+ */
+export function recordHttpRequests(app: FastifyInstance, record: HttpRequestRecorder): void {
   app.addHook('onResponse', async (request, reply) => {
-    const route = routeLabel(request);
-    requests(request.method, route, String(reply.statusCode)).inc();
-    duration(request.method, route).observe(reply.elapsedTime / 1000);
+    record(request.method, routeLabel(request), reply.statusCode, reply.elapsedTime / 1000);
   });
+}
+
+/** `httpRequestMetrics` recorded by `recordHttpRequests`: every route of `app`. */
+export function instrumentHttp(app: FastifyInstance, registry: Registry, prefix: string): void {
+  recordHttpRequests(app, httpRequestMetrics(registry, prefix));
 }
