@@ -3,8 +3,10 @@ import {
   createMetricsRegistry,
   DURATION_BUCKETS,
   formField,
-  instrumentHttp,
+  type HttpRequestRecorder,
+  httpRequestMetrics,
   outcomeOfStatus,
+  recordHttpRequests,
   registerMetricsRoute,
   requireMetricsToken,
   routeLabel,
@@ -42,6 +44,8 @@ export interface ArazzoMcpMetrics {
    * `GET /metrics` when a metrics token is set. Call before the app is ready.
    */
   register(app: FastifyInstance): void;
+  /** Counts a request answered outside Fastify (`createArazzoMcpApp`'s `recordRequest`). */
+  readonly recordRequest: HttpRequestRecorder;
 }
 
 /**
@@ -59,6 +63,7 @@ export function createArazzoMcpMetrics(options: {
   builtinAuth: boolean;
 }): ArazzoMcpMetrics {
   const registry = createMetricsRegistry();
+  const recordRequest = httpRequestMetrics(registry, 'arazzo_mcp');
   const calls = new Counter({
     name: 'arazzo_mcp_tool_calls_total',
     help: 'tools/call requests, by tool and outcome (success, error result, rejected).',
@@ -106,8 +111,9 @@ export function createArazzoMcpMetrics(options: {
         },
       };
     },
+    recordRequest,
     register(app) {
-      instrumentHttp(app, registry, 'arazzo_mcp');
+      recordHttpRequests(app, recordRequest);
       if (options.builtinAuth) countOAuthEvents(app, registry);
       if (options.token !== undefined) {
         registerMetricsRoute(app, registry, { authorize: requireMetricsToken(options.token) });

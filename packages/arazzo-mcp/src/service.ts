@@ -143,6 +143,7 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
       requiredHeader: options.requiredHeader,
       allowedOrigins: options.allowedOrigins,
       ownOrigins: options.builtinAuth?.publicUrl ? [options.builtinAuth.publicUrl] : [],
+      recordRequest: metrics.recordRequest,
     });
     metrics.register(app);
     // Runs once in-flight requests have finished, whether closed by the caller or a signal.

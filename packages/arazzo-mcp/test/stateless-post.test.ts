@@ -3,7 +3,12 @@ import { createLogger } from '@mcp-identity/common';
 import { startTestServer } from '@mcp-identity/common/testing';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GET_USER_WORKFLOWS, getUser, MCP_POST_HEADERS } from './support/get-user-workflow.js';
+import {
+  ECHO_USER_RUNNER,
+  GET_USER_WORKFLOWS,
+  getUser,
+  MCP_POST_HEADERS,
+} from './support/get-user-workflow.js';
 
 // What a stateless Streamable HTTP server answering in JSON owes every POST (the MCP transport
 // specification), with the statuses, codes and messages the MCP SDK's own transport gives.
@@ -11,14 +16,8 @@ import { GET_USER_WORKFLOWS, getUser, MCP_POST_HEADERS } from './support/get-use
 let baseUrl: string;
 
 beforeAll(async () => {
-  const runner = {
-    run: async (_workflowId: string, inputs: Record<string, unknown>) => ({
-      kind: 'completed' as const,
-      outputs: { user: { id: inputs.userId } },
-    }),
-  };
   const app = createArazzoMcpApp({
-    catalog: createToolCatalog(GET_USER_WORKFLOWS, runner),
+    catalog: createToolCatalog(GET_USER_WORKFLOWS, ECHO_USER_RUNNER),
     logger: createLogger({ level: 'silent', pretty: false }),
   });
   baseUrl = (await startTestServer(app)).url;

@@ -2,6 +2,7 @@ import {
   createApp,
   createCorsHook,
   createOriginPolicy,
+  type HttpRequestRecorder,
   JSON_RPC,
   jsonRpcError,
   type Logger,
@@ -11,8 +12,6 @@ import type {
   FastifyError,
   FastifyInstance,
   FastifyPluginAsync,
-  FastifyReply,
-  FastifyRequest,
   onRequestAsyncHookHandler,
   preHandlerAsyncHookHandler,
 } from 'fastify';
@@ -20,6 +19,8 @@ import { McpExchangeRouter } from '../mcp/exchange-router.js';
 import { TRANSPORT_ERROR } from '../mcp/post-messages.js';
 import { createMcpServer, type ServerInfo } from '../mcp/server.js';
 import type { ToolCatalog } from '../tools/catalog.js';
+import { createMcpFront } from './mcp-front.js';
+import { serveMcpPost } from './mcp-post.js';
 import { refuseForeignOrigins } from './origin-guard.js';
 import { type RequiredHeader, requireHeader } from './required-header.js';
 
@@ -46,6 +47,11 @@ export interface ArazzoMcpAppOptions {
   allowedOrigins?: readonly string[];
   /** The server's own public origins (from `--public-url`). */
   ownOrigins?: readonly string[];
+  /**
+   * Counts the `/mcp` requests answered before Fastify (without `auth` and `mcpGuard`, see
+   * createMcpFront); Fastify's own hook (`recordHttpRequests`) counts the others.
+   */
+  recordRequest?: HttpRequestRecorder;
 }
 
 export interface HttpAuth {
@@ -60,22 +66,43 @@ export interface HttpAuth {
 /** Streamable HTTP needs only POST when the server keeps no sessions. */
 const NOT_ALLOWED_METHODS = ['GET', 'DELETE', 'PUT', 'PATCH'] as const;
 
+/** Fastify's default, stated so that the front handler holds bodies to the same limit. */
+const BODY_LIMIT = 1024 * 1024;
+
 /**
  * The HTTP app: stateless Streamable HTTP at `/mcp` (one MCP server for the app, each POST
- * routed to it, see McpExchangeRouter) and `GET /health`.
+ * routed to it, see McpExchangeRouter) and `GET /health`. Without an authentication layer
+ * (`auth`, `mcpGuard`), the POSTs it will serve are taken before Fastify (createMcpFront).
  */
 export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstance {
-  const app = createApp({ logger: options.logger, trustProxy: options.auth?.trustProxy });
   const server = createMcpServer(options.catalog, options.serverInfo);
   const router = new McpExchangeRouter();
-  app.addHook('onReady', () => server.connect(router));
-  app.addHook('onClose', () => server.close());
-  // Before any authentication, so that browsers can read its answers and foreign pages get
-  // nothing further.
   const policy = createOriginPolicy({
     allowedOrigins: options.allowedOrigins,
     ownOrigins: options.ownOrigins ?? [],
   });
+  const front =
+    options.auth || options.mcpGuard
+      ? undefined
+      : createMcpFront({
+          router,
+          path: MCP_PATH,
+          policy,
+          requiredHeader: options.requiredHeader,
+          bodyLimit: BODY_LIMIT,
+          log: options.logger,
+          recordRequest: options.recordRequest,
+        });
+  const app = createApp({
+    logger: options.logger,
+    trustProxy: options.auth?.trustProxy,
+    bodyLimit: BODY_LIMIT,
+    front,
+  });
+  app.addHook('onReady', () => server.connect(router));
+  app.addHook('onClose', () => server.close());
+  // Before any authentication, so that browsers can read its answers and foreign pages get
+  // nothing further.
   app.addHook('onRequest', createCorsHook({ policy, paths: [MCP_PATH], methods: ['POST'] }));
   app.addHook('onRequest', refuseForeignOrigins(policy, [MCP_PATH]));
   registerHealthRoutes(app, { livePath: HEALTH_PATH });
@@ -104,7 +131,16 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     });
     if (options.requiredHeader) scope.addHook('onRequest', requireHeader(options.requiredHeader));
     if (options.mcpGuard) scope.addHook('preHandler', options.mcpGuard);
-    scope.post(MCP_PATH, (request, reply) => handleMcpPost(router, request, reply));
+    scope.post(MCP_PATH, (request, reply) => {
+      reply.hijack();
+      return serveMcpPost(
+        router,
+        request.raw,
+        reply.raw,
+        request.body as string | undefined,
+        request.log,
+      );
+    });
     scope.route({
       method: [...NOT_ALLOWED_METHODS],
       url: MCP_PATH,
@@ -122,36 +158,4 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     });
   });
   return app;
-}
-
-async function handleMcpPost(
-  router: McpExchangeRouter,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<void> {
-  let parsedBody: unknown;
-  const contentType = String(request.headers['content-type'] ?? '').toLowerCase();
-  if (contentType.includes('application/json') && typeof request.body === 'string') {
-    try {
-      parsedBody = JSON.parse(request.body);
-    } catch {
-      await reply
-        .code(400)
-        .send(jsonRpcError(null, JSON_RPC.parseError, 'Parse error: invalid JSON'));
-      return;
-    }
-  }
-  // Any other content type is left to the router, which answers 415.
-  reply.hijack();
-  try {
-    await router.handle(request.raw, reply.raw, parsedBody);
-  } catch (error) {
-    request.log.error({ err: error }, 'MCP request failed');
-    if (!reply.raw.headersSent) {
-      reply.raw.writeHead(500, { 'content-type': 'application/json' });
-      reply.raw.end(
-        JSON.stringify(jsonRpcError(null, JSON_RPC.internalError, 'Internal server error')),
-      );
-    }
-  }
 }

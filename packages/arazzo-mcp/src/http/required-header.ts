@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { jsonRpcError, secretMatcher } from '@mcp-identity/common';
 import type { onRequestAsyncHookHandler } from 'fastify';
 
@@ -18,19 +19,34 @@ export const HEADER_NAME_PATTERN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const UNAUTHORIZED_CODE = -32001;
 
 /**
- * Refuses a request that lacks the header value with 401 and a JSON-RPC error body. It runs
- * as an `onRequest` hook, so the body of a refused request is never read. The values are
- * compared in constant time; a repeated header (an array) never matches.
+ * Whether a request's headers carry the required value, compared in constant time; a repeated
+ * header (an array) never matches.
  */
-export function requireHeader(required: RequiredHeader): onRequestAsyncHookHandler {
+export function requiredHeaderCheck(
+  required: RequiredHeader,
+): (headers: IncomingHttpHeaders) => boolean {
   const name = required.name.toLowerCase();
   const matches = secretMatcher(required.value);
+  return (headers) => {
+    const sent = headers[name];
+    return typeof sent === 'string' && matches(sent);
+  };
+}
+
+/**
+ * Refuses a request that lacks the header value with 401 and a JSON-RPC error body. It runs
+ * as an `onRequest` hook, so the body of a refused request is never read.
+ */
+export function requireHeader(required: RequiredHeader): onRequestAsyncHookHandler {
+  const carries = requiredHeaderCheck(required);
   const message = `Unauthorized: this server answers only requests with a valid ${required.name} header`;
   return async (request, reply) => {
-    const sent = request.headers[name];
-    if (typeof sent === 'string' && matches(sent)) return;
+    if (carries(request.headers)) return;
     request.log.warn(
-      { header: required.name, present: sent !== undefined },
+      {
+        header: required.name,
+        present: request.headers[required.name.toLowerCase()] !== undefined,
+      },
       'refused /mcp request',
     );
     await reply.code(401).send(jsonRpcError(null, UNAUTHORIZED_CODE, message));

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { jsonRpcError } from '@mcp-identity/common';
+import { type AppState, jsonRpcError } from '@mcp-identity/common';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -76,17 +76,19 @@ export class McpExchangeRouter implements Transport {
 
   /**
    * Handles one HTTP POST. `parsedBody` is the JSON body when already parsed; the request's
-   * `auth` (the SDK's AuthInfo) reaches the handlers.
+   * `auth` (the SDK's AuthInfo) reaches the handlers. Once `app.closing`, answers ask the
+   * client to close its connection, so that keep-alive connections do not hold shutdown.
    */
   async handle(
     request: IncomingMessage & { auth?: AuthInfo },
     response: ServerResponse,
     parsedBody: unknown,
+    app?: AppState,
   ): Promise<void> {
     const read = postMessages(request, parsedBody);
     if (read.refusal !== undefined) {
       this.onerror?.(new Error(read.refusal.message));
-      writeRefusal(response, read.refusal);
+      writeRefusal(response, read.refusal, app);
       return;
     }
     const extra: MessageExtraInfo = {
@@ -96,11 +98,12 @@ export class McpExchangeRouter implements Transport {
     const { messages } = read;
     if (!messages.some(isRequest)) {
       for (const message of messages) this.receive(undefined, message, extra);
+      if (app?.closing) response.shouldKeepAlive = false;
       response.writeHead(202);
       response.end();
       return;
     }
-    const exchange = new JsonExchange(response);
+    const exchange = new JsonExchange(response, app);
     for (const message of messages) {
       if (isRequest(message)) exchange.expect(message.id);
     }
@@ -151,7 +154,10 @@ class JsonExchange {
   private readonly answers = new Map<RequestId, JSONRPCMessage | undefined>();
   private waiting = 0;
 
-  constructor(private readonly response: ServerResponse) {}
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly app: AppState | undefined,
+  ) {}
 
   expect(id: RequestId): void {
     if (this.answers.has(id)) return;
@@ -165,17 +171,24 @@ class JsonExchange {
     this.waiting -= 1;
     if (this.waiting > 0) return;
     const all = [...this.answers.values()];
-    writeJson(this.response, 200, all.length === 1 ? all[0] : all);
+    writeJson(this.response, 200, all.length === 1 ? all[0] : all, this.app);
   }
 }
 
-function writeRefusal(response: ServerResponse, refusal: Refusal): void {
-  writeJson(response, refusal.status, jsonRpcError(null, refusal.code, refusal.message));
+function writeRefusal(response: ServerResponse, refusal: Refusal, app?: AppState): void {
+  writeJson(response, refusal.status, jsonRpcError(null, refusal.code, refusal.message), app);
 }
 
-function writeJson(response: ServerResponse, status: number, body: unknown): void {
+function writeJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  app: AppState | undefined,
+): void {
   // One write: headers and body leave in a single packet.
   const text = JSON.stringify(body);
+  // Node answers `connection: close` and closes the connection after this answer.
+  if (app?.closing) response.shouldKeepAlive = false;
   response.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),

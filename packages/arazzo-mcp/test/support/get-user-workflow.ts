@@ -24,3 +24,11 @@ export const getUser = (id: number | string, userId: string) => ({
   method: 'tools/call',
   params: { name: 'get_user', arguments: { userId } },
 });
+
+/** A runner whose `get_user` answers `{ user: { id: <userId> } }`. */
+export const ECHO_USER_RUNNER = {
+  run: async (_workflowId: string, inputs: Record<string, unknown>) => ({
+    kind: 'completed' as const,
+    outputs: { user: { id: inputs.userId } },
+  }),
+};

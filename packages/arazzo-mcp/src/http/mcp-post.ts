@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type AppState, JSON_RPC, jsonRpcError } from '@mcp-identity/common';
+import type { McpExchangeRouter } from '../mcp/exchange-router.js';
+
+/** What Fastify's JSON replies carry, so that answers written outside it look the same. */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** Where a POST that fails unexpectedly is reported (a pino logger). */
+export interface FailureLog {
+  error(obj: object, msg: string): void;
+}
+
+/** A JSON-RPC error answer with `id: null`, written in one piece. */
+export function sendJsonRpcError(
+  response: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  app?: AppState,
+): void {
+  const text = JSON.stringify(jsonRpcError(null, code, message));
+  // Node then answers `connection: close` and closes the connection after this answer.
+  if (app?.closing) response.shouldKeepAlive = false;
+  response.writeHead(status, {
+    'content-type': JSON_CONTENT_TYPE,
+    'content-length': Buffer.byteLength(text),
+  });
+  response.end(text);
+}
+
+/**
+ * Serves one POST `/mcp` whose body has been read as text (`undefined`: none): a JSON body is
+ * parsed here so that malformed JSON gets a JSON-RPC parse error (400); anything else is left
+ * to the router, which answers 415 for another media type. An unexpected failure is logged
+ * (the error only: never the request's headers) and answered 500.
+ */
+export async function serveMcpPost(
+  router: McpExchangeRouter,
+  request: IncomingMessage,
+  response: ServerResponse,
+  body: string | undefined,
+  log: FailureLog,
+  app?: AppState,
+): Promise<void> {
+  let parsedBody: unknown;
+  const contentType = String(request.headers['content-type'] ?? '').toLowerCase();
+  if (contentType.includes('application/json') && typeof body === 'string') {
+    try {
+      parsedBody = JSON.parse(body);
+    } catch {
+      sendJsonRpcError(response, 400, JSON_RPC.parseError, 'Parse error: invalid JSON', app);
+      return;
+    }
+  }
+  try {
+    await router.handle(request, response, parsedBody, app);
+  } catch (error) {
+    log.error({ err: error }, 'MCP request failed');
+    if (!response.headersSent) {
+      response.writeHead(500, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify(jsonRpcError(null, JSON_RPC.internalError, 'Internal server error')),
+      );
+    }
+  }
+}
