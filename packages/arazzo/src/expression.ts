@@ -305,23 +305,58 @@ export function renderTemplate(parts: TemplatePart[], scope: ExpressionScope): s
     .join('');
 }
 
+/** An Arazzo value made ready to evaluate: see compileValue. */
+export type CompiledValue = (scope: ExpressionScope) => unknown;
+
+const compiledObjects = new WeakMap<object, CompiledValue>();
+const compiledStrings = new Map<string, CompiledValue>();
+
 /**
- * Evaluates an Arazzo value: a whole-string expression keeps the referenced value's type,
- * strings with `{$expr}` are interpolated, objects and arrays are walked.
+ * An Arazzo value as a function of the scope, worked out once per value of a loaded document
+ * (which never changes): a whole-string expression keeps the referenced value's type, strings
+ * with `{$expr}` are interpolated, objects and arrays are walked — and rebuilt on every
+ * evaluation, since callers may modify what they get (payload replacements).
  */
+export function compileValue(value: unknown): CompiledValue {
+  if (typeof value === 'string') return compileString(value);
+  if (value === null || typeof value !== 'object') return () => value;
+  let compiled = compiledObjects.get(value);
+  if (compiled === undefined) {
+    if (Array.isArray(value)) {
+      const items = value.map(compileValue);
+      compiled = (scope) => items.map((item) => item(scope));
+    } else {
+      const members = Object.entries(value).map(
+        ([key, item]) => [key, compileValue(item)] as const,
+      );
+      compiled = (scope) => Object.fromEntries(members.map(([key, item]) => [key, item(scope)]));
+    }
+    compiledObjects.set(value, compiled);
+  }
+  return compiled;
+}
+
+function compileString(value: string): CompiledValue {
+  let compiled = compiledStrings.get(value);
+  if (compiled === undefined) {
+    if (looksLikeExpression(value)) {
+      const expression = parseExpression(value);
+      compiled = (scope) => evaluateExpression(expression, scope);
+    } else if (value.includes('{$')) {
+      const parts = parseTemplate(value);
+      compiled = (scope) => renderTemplate(parts, scope);
+    } else {
+      compiled = () => value;
+    }
+    if (compiledStrings.size >= PARSE_CACHE_LIMIT) compiledStrings.clear();
+    compiledStrings.set(value, compiled);
+  }
+  return compiled;
+}
+
+/** Evaluates an Arazzo value (see compileValue). */
 export function evaluateValue(value: unknown, scope: ExpressionScope): unknown {
-  if (typeof value === 'string') {
-    if (looksLikeExpression(value)) return evaluateExpression(parseExpression(value), scope);
-    if (value.includes('{$')) return renderTemplate(parseTemplate(value), scope);
-    return value;
-  }
-  if (Array.isArray(value)) return value.map((item) => evaluateValue(item, scope));
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, item]) => [key, evaluateValue(item, scope)]),
-    );
-  }
-  return value;
+  return compileValue(value)(scope);
 }
 
 /** Every runtime expression in an Arazzo value (for validation); throws on a syntax error. */

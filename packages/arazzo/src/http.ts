@@ -73,6 +73,32 @@ function flattenHeaders(
   return headers;
 }
 
+/** Where a request goes, as undici's dispatch takes it. */
+interface Target {
+  origin: string;
+  path: string;
+}
+
+const targets = new Map<string, Target>();
+const TARGETS_LIMIT = 1000;
+
+/**
+ * The origin and path of a URL (throws for an invalid one). Those without a query are
+ * memoised: a workflow's requests go to few of them (the token endpoint, the API operations),
+ * while a query varies with every call and may carry a credential.
+ */
+function targetOf(url: string): Target {
+  let target = targets.get(url);
+  if (target === undefined) {
+    const parsed = new URL(url);
+    target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+    if (url.includes('?')) return target;
+    if (targets.size >= TARGETS_LIMIT) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
+}
+
 export class HttpClient {
   private readonly agent: Agent;
 
@@ -91,17 +117,17 @@ export class HttpClient {
    * the body stream, async iterator and async-hooks resource `request()` makes per request.
    */
   send(req: HttpRequest): Promise<HttpResponse> {
-    let url: URL;
+    let target: Target;
     try {
-      url = new URL(req.url);
+      target = targetOf(req.url);
     } catch (error) {
       return Promise.reject(new HttpError(`${describeRequest(req)}: ${causeOf(error)}`));
     }
     return new Promise((resolve, reject) => {
       this.agent.dispatch(
         {
-          origin: url.origin,
-          path: `${url.pathname}${url.search}`,
+          origin: target.origin,
+          path: target.path,
           method: req.method.toUpperCase() as Dispatcher.HttpMethod,
           headers: req.headers,
           body: req.body,

@@ -33,9 +33,23 @@ function child(value: unknown, token: string): unknown {
   return undefined;
 }
 
+const parsedPointers = new Map<string, readonly string[]>();
+const PARSED_POINTERS_LIMIT = 10_000;
+
+/** parsePointer, memoised: the pointers read on every run come from loaded documents. */
+function pointerTokens(pointer: string): readonly string[] {
+  let tokens = parsedPointers.get(pointer);
+  if (tokens === undefined) {
+    tokens = parsePointer(pointer);
+    if (parsedPointers.size >= PARSED_POINTERS_LIMIT) parsedPointers.clear();
+    parsedPointers.set(pointer, tokens);
+  }
+  return tokens;
+}
+
 /** The value at `pointer`, or undefined when any token does not exist. */
-export function getByPointer(root: unknown, pointer: string | string[]): unknown {
-  const tokens = typeof pointer === 'string' ? parsePointer(pointer) : pointer;
+export function getByPointer(root: unknown, pointer: string | readonly string[]): unknown {
+  const tokens = typeof pointer === 'string' ? pointerTokens(pointer) : pointer;
   let current = root;
   for (const token of tokens) {
     current = child(current, token);

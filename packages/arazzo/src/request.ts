@@ -1,5 +1,7 @@
 /** Turning an operation step (parameters, request body, server, credentials) into a request. */
 import {
+  type CompiledValue,
+  compileValue,
   type ExchangeRequest,
   type ExpressionScope,
   evaluateValue,
@@ -61,16 +63,21 @@ interface Payload {
   text: boolean;
 }
 
-function evaluatePayload(payload: unknown, scope: ExpressionScope): Payload {
+type CompiledPayload = (scope: ExpressionScope) => Payload;
+
+function compilePayload(payload: unknown): CompiledPayload {
   if (typeof payload !== 'string' || looksLikeExpression(payload)) {
-    return { value: evaluateValue(payload, scope), text: false };
+    const value = compileValue(payload);
+    return (scope) => ({ value: value(scope), text: false });
   }
-  if (!payload.includes('{$')) return { value: payload, text: true };
+  if (!payload.includes('{$')) return () => ({ value: payload, text: true });
   try {
     // A JSON template: parse first so substituted values are encoded as JSON, not spliced in.
-    return { value: evaluateValue(JSON.parse(payload), scope), text: false };
+    const value = compileValue(JSON.parse(payload));
+    return (scope) => ({ value: value(scope), text: false });
   } catch {
-    return { value: renderTemplate(parseTemplate(payload), scope), text: true };
+    const parts = parseTemplate(payload);
+    return (scope) => ({ value: renderTemplate(parts, scope), text: true });
   }
 }
 
@@ -139,6 +146,45 @@ function applyReplacements(
   return { value, text: false };
 }
 
+/** What building a step's request needs of the document, worked out once per step. */
+interface RequestPlan {
+  parameters: readonly { in: ParameterObject['in']; name: string; value: CompiledValue }[];
+  payload: CompiledPayload | undefined;
+  /** the step's or else the operation's request media type, when either names one */
+  contentType: string | undefined;
+}
+
+const plans = new WeakMap<WorkflowObject, WeakMap<StepObject, RequestPlan>>();
+
+function requestPlan(
+  model: ArazzoModel,
+  workflow: WorkflowObject,
+  step: StepObject,
+  operation: Operation,
+): RequestPlan {
+  let steps = plans.get(workflow);
+  if (steps === undefined) {
+    steps = new WeakMap();
+    plans.set(workflow, steps);
+  }
+  let plan = steps.get(step);
+  if (plan === undefined) {
+    const body = step.requestBody;
+    const hasPayload = body && (body.payload !== undefined || body.replacements?.length);
+    plan = {
+      parameters: stepParameters(model, workflow, step).map((parameter) => ({
+        in: parameter.in,
+        name: parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name,
+        value: compileValue(parameter.value),
+      })),
+      payload: hasPayload ? compilePayload(body.payload) : undefined,
+      contentType: hasPayload ? (body.contentType ?? operationContentType(operation)) : undefined,
+    };
+    steps.set(step, plan);
+  }
+  return plan;
+}
+
 export async function buildRequest(
   model: ArazzoModel,
   workflow: WorkflowObject,
@@ -148,6 +194,7 @@ export async function buildRequest(
   credentials: AppliedCredentials,
   baseUrl: string,
 ): Promise<BuiltRequest> {
+  const plan = requestPlan(model, workflow, step, operation);
   const exchange: ExchangeRequest = { headers: {}, query: {}, path: {}, body: undefined };
   const headers: Record<string, string> = { ...credentials.headers };
   const search = new URLSearchParams();
@@ -156,8 +203,8 @@ export async function buildRequest(
     ([n, v]) => `${n}=${encodeURIComponent(v)}`,
   );
 
-  for (const parameter of stepParameters(model, workflow, step)) {
-    const value = evaluateValue(parameter.value, scope);
+  for (const parameter of plan.parameters) {
+    const value = parameter.value(scope);
     switch (parameter.in) {
       case 'path':
         exchange.path[parameter.name] = value;
@@ -166,13 +213,13 @@ export async function buildRequest(
         exchange.query[parameter.name] = value;
         appendQuery(search, parameter.name, value);
         break;
-      case 'header':
+      case 'header': {
         if (value === undefined || value === null) break;
-        exchange.headers[parameter.name.toLowerCase()] = Array.isArray(value)
-          ? value.map(scalar).join(',')
-          : scalar(value);
-        headers[parameter.name.toLowerCase()] = exchange.headers[parameter.name.toLowerCase()]!;
+        const text = Array.isArray(value) ? value.map(scalar).join(',') : scalar(value);
+        exchange.headers[parameter.name] = text;
+        headers[parameter.name] = text;
         break;
+      }
       case 'cookie':
         if (value !== undefined && value !== null)
           cookies.push(`${parameter.name}=${encodeURIComponent(scalar(value))}`);
@@ -192,20 +239,10 @@ export async function buildRequest(
   if (cookies.length > 0) headers.cookie = cookies.join('; ');
 
   let body: string | Uint8Array | undefined;
-  if (
-    step.requestBody &&
-    (step.requestBody.payload !== undefined || step.requestBody.replacements?.length)
-  ) {
-    const payload = applyReplacements(
-      evaluatePayload(step.requestBody.payload, scope),
-      step.requestBody,
-      scope,
-    );
+  if (plan.payload && step.requestBody) {
+    const payload = applyReplacements(plan.payload(scope), step.requestBody, scope);
     exchange.body = payload.value;
-    const contentType =
-      step.requestBody.contentType ??
-      operationContentType(operation) ??
-      (payload.text ? 'text/plain' : 'application/json');
+    const contentType = plan.contentType ?? (payload.text ? 'text/plain' : 'application/json');
     const encoded = await encodeBody(payload, contentType);
     body = encoded.body;
     headers['content-type'] = encoded.contentType;

@@ -5,6 +5,7 @@ import {
   evaluateExpression,
   evaluateValue,
   parseExpression,
+  type RuntimeExpression,
 } from './expression.js';
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
@@ -25,11 +26,13 @@ import { buildRequest } from './request.js';
 import { RunCredentials, TokenCache } from './security.js';
 import { serverBase } from './servers.js';
 import { decideTransition, type Transition } from './transition.js';
-import type { StepObject, WorkflowObject } from './types.js';
+import type { ActionObject, StepObject, WorkflowObject } from './types.js';
 
 export interface RunnerLogger {
   debug(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
+  /** pino's: lets the runner skip building debug lines nobody writes */
+  isLevelEnabled?(level: string): boolean;
 }
 
 export interface RunnerOptions {
@@ -77,6 +80,35 @@ class StepError extends Error {
 
 const MAX_NESTING = 32;
 
+type OutputExpressions = readonly (readonly [string, RuntimeExpression])[];
+
+const NO_OUTPUTS: OutputExpressions = [];
+const parsedOutputs = new WeakMap<Record<string, string>, OutputExpressions>();
+
+/** A step's or workflow's `outputs` parsed, once per object of the document. */
+function outputExpressions(outputs: Record<string, string> | undefined): OutputExpressions {
+  if (outputs === undefined) return NO_OUTPUTS;
+  let parsed = parsedOutputs.get(outputs);
+  if (parsed === undefined) {
+    parsed = Object.entries(outputs).map(([name, source]) => [name, parseExpression(source)]);
+    parsedOutputs.set(outputs, parsed);
+  }
+  return parsed;
+}
+
+function evaluateOutputs(
+  expressions: OutputExpressions,
+  scope: ExpressionScope,
+  into: Record<string, unknown>,
+): void {
+  for (const [name, expression] of expressions) {
+    into[name] = evaluateExpression(expression, scope) ?? null;
+  }
+}
+
+/** The actions that apply after a step, by outcome, resolved the first time each is needed. */
+type StepActions = Partial<Record<'successActions' | 'failureActions', ActionObject[]>>;
+
 /** What running one step yields: its verdict and the context the workflow goes on with. */
 interface StepRun {
   success: boolean;
@@ -113,6 +145,7 @@ export class WorkflowRunner implements Runner {
   private readonly sources: ExpressionScope['sourceDescriptions'];
   private readonly warned = new Set<string>();
   private readonly defaults = new WeakMap<WorkflowObject, [string, unknown][]>();
+  private readonly stepActions = new WeakMap<WorkflowObject, WeakMap<StepObject, StepActions>>();
 
   constructor(
     private readonly model: ArazzoModel,
@@ -175,6 +208,32 @@ export class WorkflowRunner implements Runner {
     }
     const missing = defaults.filter(([name]) => given[name] === undefined);
     return missing.length === 0 ? given : { ...given, ...Object.fromEntries(missing) };
+  }
+
+  /** Step actions first, then the workflow's (effectiveActions), for the step's outcome. */
+  private actionsAfter(
+    workflow: WorkflowObject,
+    step: StepObject,
+    success: boolean,
+  ): readonly ActionObject[] {
+    let steps = this.stepActions.get(workflow);
+    if (steps === undefined) {
+      steps = new WeakMap();
+      this.stepActions.set(workflow, steps);
+    }
+    let actions = steps.get(step);
+    if (actions === undefined) {
+      actions = {};
+      steps.set(step, actions);
+    }
+    const kind = success ? 'successActions' : 'failureActions';
+    actions[kind] ??= effectiveActions(
+      this.model,
+      success ? step.onSuccess : step.onFailure,
+      workflow[kind],
+      kind,
+    );
+    return actions[kind];
   }
 
   private warnOnce(message: string): void {
@@ -257,9 +316,7 @@ export class WorkflowRunner implements Runner {
       const step = workflow.steps[index]!;
       const run = await this.executeStep(frame, step);
       lastExchange = run.scope;
-      const actions = run.success
-        ? effectiveActions(this.model, step.onSuccess, workflow.successActions, 'successActions')
-        : effectiveActions(this.model, step.onFailure, workflow.failureActions, 'failureActions');
+      const actions = this.actionsAfter(workflow, step, run.success);
       const { transition, retriesMade } = decideTransition({
         success: run.success,
         actions,
@@ -340,9 +397,7 @@ export class WorkflowRunner implements Runner {
     }
     const outputs: Record<string, unknown> = {};
     scope.outputs = outputs;
-    for (const [name, expression] of Object.entries(workflow.outputs ?? {})) {
-      outputs[name] = evaluateExpression(parseExpression(expression), scope) ?? null;
-    }
+    evaluateOutputs(outputExpressions(workflow.outputs), scope, outputs);
     state.workflows[workflow.workflowId] = { inputs, outputs };
     return failedStep ? { kind: 'completed', outputs, failedStep } : { kind: 'completed', outputs };
   }
@@ -375,16 +430,19 @@ export class WorkflowRunner implements Runner {
         );
         const started = performance.now();
         const response: HttpResponse = await this.http.send(request);
-        this.options.logger?.debug(
-          {
-            workflowId: workflow.workflowId,
-            stepId: step.stepId,
-            method: request.method,
-            status: response.status,
-            ms: Math.round(performance.now() - started),
-          },
-          'arazzo step',
-        );
+        const { logger } = this.options;
+        if (logger && (logger.isLevelEnabled?.('debug') ?? true)) {
+          logger.debug(
+            {
+              workflowId: workflow.workflowId,
+              stepId: step.stepId,
+              method: request.method,
+              status: response.status,
+              ms: Math.round(performance.now() - started),
+            },
+            'arazzo step',
+          );
+        }
         scope.url = request.url;
         scope.method = request.method;
         scope.statusCode = response.status;
@@ -418,9 +476,7 @@ export class WorkflowRunner implements Runner {
       throw new StepError(step.stepId, `step "${step.stepId}": ${(error as Error).message}`);
     }
     const outputs: Record<string, unknown> = {};
-    for (const [name, expression] of Object.entries(step.outputs ?? {})) {
-      outputs[name] = evaluateExpression(parseExpression(expression), outcome.scope) ?? null;
-    }
+    evaluateOutputs(outputExpressions(step.outputs), outcome.scope, outputs);
     steps[step.stepId] = outputs;
     return outcome;
   }

@@ -139,6 +139,79 @@ function idpAnswer(status: number, text: string): string {
   return snippet ? `HTTP ${status}: ${snippet}` : `HTTP ${status}`;
 }
 
+/** One scheme of a security requirement, with what the document alone decides about it. */
+interface RequiredScheme {
+  name: string;
+  scheme: Json | undefined;
+  /** the environment variables it reads (schemeEnvNames) */
+  env: string[];
+  /** the OAuth2 client-credentials flow, when the scheme has one */
+  flow: Json | undefined;
+  /** the scopes sorted, as the token cache keys them */
+  scopeKey: string;
+  /** the token request's form body */
+  tokenForm: string;
+  /** absolute token URLs by server URL (a relative tokenUrl depends on it) */
+  tokenUrls: Map<string, string>;
+}
+
+const alternativesOf = new WeakMap<Operation, RequiredScheme[][]>();
+
+/**
+ * An operation's security alternatives (operation, else path item, else root), each scheme
+ * resolved: worked out once per operation, since the document does not change once loaded.
+ */
+function securityAlternatives(op: Operation): RequiredScheme[][] {
+  let alternatives = alternativesOf.get(op);
+  if (alternatives === undefined) {
+    alternatives = op.source.securityFor(op).map((requirement) =>
+      Object.entries(requirement).map(([name, declared]) => {
+        const scheme = op.source.securityScheme(name);
+        const scopes = Array.isArray(declared) ? declared : [];
+        const form = new URLSearchParams({ grant_type: 'client_credentials' });
+        if (scopes.length > 0) form.set('scope', scopes.join(' '));
+        return {
+          name,
+          scheme,
+          env: scheme ? schemeEnvNames(op.source, name, scheme) : [],
+          flow: scheme?.type === 'oauth2' ? clientCredentialsFlow(scheme) : undefined,
+          scopeKey: [...scopes].sort().join(' '),
+          tokenForm: form.toString(),
+          tokenUrls: new Map(),
+        };
+      }),
+    );
+    alternativesOf.set(op, alternatives);
+  }
+  return alternatives;
+}
+
+/** `tokenUrl` made absolute: a relative one is resolved against the server URL, as OpenAPI says. */
+function tokenUrlOf(required: RequiredScheme, flow: Json, baseUrl: string): string {
+  let url = required.tokenUrls.get(baseUrl);
+  if (url === undefined) {
+    url = new URL(String(flow.tokenUrl), baseUrl).href;
+    required.tokenUrls.set(baseUrl, url);
+  }
+  return url;
+}
+
+let lastBasic = { clientId: '', clientSecret: '', header: '' };
+
+/**
+ * HTTP Basic (client_secret_basic), the client authentication every authorization server must
+ * accept (RFC 6749 §2.3.1), with each part form-encoded first as that section requires, so a
+ * ':' in the id cannot shift the split. The last one is kept: a runner uses one client.
+ */
+function basicAuthorization(clientId: string, clientSecret: string): string {
+  if (lastBasic.clientId !== clientId || lastBasic.clientSecret !== clientSecret) {
+    const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`;
+    const header = `Basic ${Buffer.from(pair).toString('base64')}`;
+    lastBasic = { clientId, clientSecret, header };
+  }
+  return lastBasic.header;
+}
+
 /** Per-run credential resolution; tokens are fetched once per (credentials, scopes) per run. */
 export class RunCredentials {
   private readonly runTokens = new Map<string, Promise<string>>();
@@ -162,80 +235,78 @@ export class RunCredentials {
    */
   async forOperation(op: Operation, baseUrl: string): Promise<AppliedCredentials> {
     const applied: AppliedCredentials = { headers: {}, query: {}, cookies: {} };
-    const alternatives = op.source.securityFor(op);
+    const alternatives = securityAlternatives(op);
     if (alternatives.length === 0) return applied;
     for (const requirement of alternatives) {
-      const entries = Object.entries(requirement);
-      if (entries.every(([name]) => this.available(op.source, name))) {
-        for (const [name, scopes] of entries) {
-          await this.apply(op.source, name, Array.isArray(scopes) ? scopes : [], baseUrl, applied);
+      const values = requirement.map((required) => this.configured(required));
+      if (values.every((value) => value !== undefined)) {
+        for (const [i, required] of requirement.entries()) {
+          await this.apply(op.source, required, values[i]!, baseUrl, applied);
         }
         return applied;
       }
     }
-    const wanted = Object.keys(alternatives[0]!).flatMap((name) => {
-      const scheme = op.source.securityScheme(name);
-      return scheme ? schemeEnvNames(op.source, name, scheme) : [];
-    });
+    const wanted = alternatives[0]!.flatMap((required) => required.env);
     this.warn(
       `no credentials configured for ${op.method.toUpperCase()} ${op.path} of source "${op.source.name}"; sending it without credentials (set ${wanted.join(', ')})`,
     );
     return applied;
   }
 
-  private available(source: OpenApiSource, name: string): boolean {
-    const scheme = source.securityScheme(name);
-    if (!scheme) return false;
-    const env = schemeEnvNames(source, name, scheme);
-    const has = (variable: string | undefined) =>
-      variable !== undefined && this.value(variable) !== undefined;
-    if (scheme.type === 'oauth2' && clientCredentialsFlow(scheme)) {
-      const [clientId, clientSecret, accessToken] = env;
-      return (has(clientId) && has(clientSecret)) || has(accessToken);
+  /**
+   * The values of a scheme's variables (in `env` order), read once per run, when enough of
+   * them are set for the scheme to be used; otherwise undefined.
+   */
+  private configured(required: RequiredScheme): (string | undefined)[] | undefined {
+    const { scheme, env } = required;
+    if (!scheme) return undefined;
+    const values = env.map((name) => this.value(name));
+    if (required.flow) {
+      const [clientId, clientSecret, accessToken] = values;
+      const usable =
+        (clientId !== undefined && clientSecret !== undefined) || accessToken !== undefined;
+      return usable ? values : undefined;
     }
-    return env.length > 0 && env.every(has);
+    return env.length > 0 && values.every((value) => value !== undefined) ? values : undefined;
   }
 
   private async apply(
     source: OpenApiSource,
-    name: string,
-    scopes: string[],
+    required: RequiredScheme,
+    values: (string | undefined)[],
     baseUrl: string,
     into: AppliedCredentials,
   ): Promise<void> {
-    const scheme = source.securityScheme(name)!;
-    const env = schemeEnvNames(source, name, scheme);
+    const scheme = required.scheme!;
     switch (scheme.type) {
       case 'apiKey': {
         const where =
           scheme.in === 'query' ? into.query : scheme.in === 'cookie' ? into.cookies : into.headers;
-        where[String(scheme.name)] = this.value(env[0]!)!;
+        where[String(scheme.name)] = values[0]!;
         return;
       }
       case 'http': {
         const kind = String(scheme.scheme ?? '').toLowerCase();
         if (kind === 'basic') {
-          const pair = `${this.value(env[0]!)}:${this.value(env[1]!)}`;
+          const pair = `${values[0]}:${values[1]}`;
           into.headers.authorization = `Basic ${Buffer.from(pair).toString('base64')}`;
-        } else if (kind === 'bearer') into.headers.authorization = `Bearer ${this.value(env[0]!)}`;
-        else into.headers.authorization = `${String(scheme.scheme)} ${this.value(env[0]!)}`;
+        } else if (kind === 'bearer') into.headers.authorization = `Bearer ${values[0]}`;
+        else into.headers.authorization = `${String(scheme.scheme)} ${values[0]}`;
         return;
       }
       default: {
-        const flow = scheme.type === 'oauth2' ? clientCredentialsFlow(scheme) : undefined;
-        const clientId = flow ? this.value(env[0]!) : undefined;
-        const clientSecret = flow ? this.value(env[1]!) : undefined;
+        const { flow } = required;
+        const [clientId, clientSecret] = flow ? values : [];
         const token =
           flow && clientId !== undefined && clientSecret !== undefined
             ? await this.token(
                 source,
-                name,
-                new URL(String(flow.tokenUrl), baseUrl).href,
+                required,
+                tokenUrlOf(required, flow, baseUrl),
                 clientId,
                 clientSecret,
-                scopes,
               )
-            : this.value(env[env.length - 1]!)!; // …_ACCESS_TOKEN is always the last one
+            : values[values.length - 1]!; // …_ACCESS_TOKEN is always the last one
         into.headers.authorization = `Bearer ${token}`;
       }
     }
@@ -243,21 +314,18 @@ export class RunCredentials {
 
   private token(
     source: OpenApiSource,
-    schemeName: string,
+    required: RequiredScheme,
     /** absolute; a relative tokenUrl is resolved against the server URL, as OpenAPI says */
     tokenUrl: string,
     clientId: string,
     clientSecret: string,
-    scopes: string[],
   ): Promise<string> {
-    const key = [tokenUrl, clientId, secretDigest(clientSecret), [...scopes].sort().join(' ')].join(
-      '\n',
-    );
+    const key = `${tokenUrl}\n${clientId}\n${secretDigest(clientSecret)}\n${required.scopeKey}`;
     const cached = this.cache?.get(key);
     if (cached !== undefined) return Promise.resolve(cached);
     let pending = this.runTokens.get(key) ?? this.cache?.inFlight.get(key);
     if (!pending) {
-      pending = this.fetchToken(source, schemeName, tokenUrl, clientId, clientSecret, scopes, key);
+      pending = this.fetchToken(source, required, tokenUrl, clientId, clientSecret, key);
       const shared = this.cache?.inFlight;
       if (shared) {
         shared.set(key, pending);
@@ -271,23 +339,14 @@ export class RunCredentials {
 
   private async fetchToken(
     source: OpenApiSource,
-    schemeName: string,
+    required: RequiredScheme,
     tokenUrl: string,
     clientId: string,
     clientSecret: string,
-    scopes: string[],
     key: string,
   ): Promise<string> {
     const what = () =>
-      `token request for security scheme "${schemeName}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
-    const form = new URLSearchParams({ grant_type: 'client_credentials' });
-    if (scopes.length > 0) form.set('scope', scopes.join(' '));
-    // HTTP Basic (client_secret_basic), the client authentication every authorization server
-    // must accept (RFC 6749 §2.3.1), with each part form-encoded first as that section
-    // requires, so a ':' in the id cannot shift the split.
-    const basic = Buffer.from(
-      `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`,
-    ).toString('base64');
+      `token request for security scheme "${required.name}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
     let response: Awaited<ReturnType<HttpClient['send']>>;
     try {
       response = await this.http.send({
@@ -296,9 +355,9 @@ export class RunCredentials {
         headers: {
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
-          authorization: `Basic ${basic}`,
+          authorization: basicAuthorization(clientId, clientSecret),
         },
-        body: form.toString(),
+        body: required.tokenForm,
       });
     } catch (error) {
       throw new TokenError(`${what()}: ${(error as Error).message}`);

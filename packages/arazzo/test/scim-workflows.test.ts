@@ -183,6 +183,41 @@ describe('a successful workflow', () => {
   });
 });
 
+describe('a document prepared once, run many times', () => {
+  it('fills payloads, parameters and replacements afresh on every run', async () => {
+    reset();
+    const run = runner();
+    await run.run('addUserToGroup', { userId: 'u1', groupId: 'g1' });
+    await run.run('addUserToGroup', { userId: 'u2', groupId: 'g2' });
+    const patches = api.requests.filter((r) => r.method === 'PATCH');
+    expect(patches.map((patch) => [patch.url, patch.body])).toEqual(
+      [
+        ['u1', 'alice', 'g1'],
+        ['u2', 'bob', 'g2'],
+      ].map(([userId, userName, groupId]) => [
+        `/scim2/Groups/${groupId}`,
+        {
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [
+            { op: 'add', path: 'members', value: [{ value: userId, display: userName }] },
+          ],
+        },
+      ]),
+    );
+  });
+
+  it('reads the credentials on every run, so a changed secret is the one sent', async () => {
+    reset();
+    const env: Record<string, string> = { ...CREDENTIALS };
+    const run = runner({ env });
+    await run.run('getUser', { userId: 'u1' });
+    env.SCIM_OAUTH2_CLIENT_SECRET = 'rotated';
+    const refused = await run.run('getUser', { userId: 'u1' });
+    expect(api.tokenRequests.map((t) => t.clientSecret)).toEqual(['scim-secret', 'rotated']);
+    expect(refused).toMatchObject({ kind: 'error' });
+  });
+});
+
 describe('an API that refuses', () => {
   it('stops at the failing step and still maps error and errorStatus from its response', async () => {
     const result = await runner().run('listUsers', { filter: 'nonsense', count: 1 });
