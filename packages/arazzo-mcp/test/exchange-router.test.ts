@@ -2,6 +2,7 @@ import type { WorkflowResult } from '@mcp-identity/arazzo';
 import {
   createArazzoMcpApp,
   createToolCatalog,
+  type ToolCatalog,
   type WorkflowRunner,
 } from '@mcp-identity/arazzo-mcp';
 import { createLogger } from '@mcp-identity/common';
@@ -135,3 +136,45 @@ describe('one MCP server for every stateless HTTP exchange', () => {
 function deadline(ms: number): Promise<string> {
   return new Promise((resolve) => setTimeout(() => resolve('no answer in time'), ms).unref());
 }
+
+describe('plain tools/call requests, answered by the router without the SDK server', () => {
+  // The router answers `tools/call` with only `name` and `arguments` itself; the same call with
+  // `_meta` goes through the SDK server. Both must give the same answers.
+  let url: string;
+
+  beforeAll(async () => {
+    const catalog = createToolCatalog(workflows, orderedRunner());
+    const failing: ToolCatalog = {
+      ...catalog,
+      async call(name, args) {
+        if (name === 'explodes') throw Object.assign(new Error('exploded'), { data: { at: 1 } });
+        if (name === 'fails') throw new Error('failed');
+        return catalog.call(name, args);
+      },
+    };
+    url = (await startTestServer(createArazzoMcpApp({ catalog: failing, logger }))).url;
+  });
+
+  const call = async (params: Record<string, unknown>) => {
+    const response = await fetch(`${url}/mcp`, {
+      method: 'POST',
+      headers: MCP_POST_HEADERS,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params }),
+    });
+    return { status: response.status, body: (await response.json()) as unknown };
+  };
+
+  it.each([
+    ['a call', { name: 'get_user', arguments: { userId: 'u1' } }],
+    ['invalid arguments', { name: 'get_user', arguments: { userId: 7 } }],
+    ['no arguments', { name: 'get_user' }],
+    ['an unknown tool', { name: 'nope', arguments: {} }],
+    ['a tool that throws an error with data', { name: 'explodes', arguments: {} }],
+    ['a tool that throws', { name: 'fails', arguments: {} }],
+  ])('answers %s as the SDK server does', async (_case, params) => {
+    const viaRouter = await call(params);
+    const viaServer = await call({ ...params, _meta: { note: 'through the SDK server' } });
+    expect(viaRouter).toEqual(viaServer);
+    expect(viaRouter.status).toBe(200);
+  });
+});

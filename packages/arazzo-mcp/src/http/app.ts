@@ -76,7 +76,7 @@ const BODY_LIMIT = 1024 * 1024;
  */
 export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstance {
   const server = createMcpServer(options.catalog, options.serverInfo);
-  const router = new McpExchangeRouter();
+  const router = new McpExchangeRouter((name, args) => options.catalog.call(name, args));
   const policy = createOriginPolicy({
     allowedOrigins: options.allowedOrigins,
     ownOrigins: options.ownOrigins ?? [],

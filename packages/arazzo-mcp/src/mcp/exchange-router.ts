@@ -3,6 +3,7 @@ import { type AppState, jsonRpcError } from '@mcp-identity/common';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  type CallToolResult,
   ErrorCode,
   type JSONRPCErrorResponse,
   type JSONRPCMessage,
@@ -25,6 +26,40 @@ const isNotification = (message: JSONRPCMessage): message is JSONRPCNotification
 const isResponse = (
   message: JSONRPCMessage,
 ): message is JSONRPCResultResponse | JSONRPCErrorResponse => !('method' in message);
+
+/** Runs one `tools/call` (the catalog's `call`): a result, or an McpError for an unknown tool. */
+export type ToolCaller = (
+  name: string,
+  args: Record<string, unknown> | undefined,
+) => Promise<CallToolResult>;
+
+/**
+ * A `tools/call` whose params are just `name` (a string) and optionally `arguments` (an
+ * object): every client's shape, which the SDK's schema accepts as it stands. Anything else
+ * (`_meta`, a task, a malformed member) is left to the SDK server.
+ */
+function isPlainToolCall(
+  request: JSONRPCRequest,
+): request is JSONRPCRequest & { params: { name: string; arguments?: Record<string, unknown> } } {
+  if (request.method !== 'tools/call') return false;
+  const { params } = request;
+  if (typeof params !== 'object' || params === null || typeof params.name !== 'string') {
+    return false;
+  }
+  for (const key in params) if (key !== 'name' && key !== 'arguments') return false;
+  const args = params.arguments;
+  return args === undefined || (typeof args === 'object' && args !== null && !Array.isArray(args));
+}
+
+/** A thrown error as the SDK's Protocol answers it. */
+function errorAnswer(error: unknown): JSONRPCErrorResponse['error'] {
+  const { code, message, data } = error as { code?: unknown; message?: string; data?: unknown };
+  return {
+    code: Number.isSafeInteger(code) ? (code as number) : ErrorCode.InternalError,
+    message: message ?? 'Internal error',
+    ...(data !== undefined && { data }),
+  };
+}
 
 /** Where a request the server is working on came from, and the id its client gave it. */
 interface Origin {
@@ -52,6 +87,14 @@ export class McpExchangeRouter implements Transport {
 
   private lastId = 0;
   private readonly inFlight = new Map<number, Origin>();
+
+  /**
+   * `callTool` answers plain `tools/call` requests (isPlainToolCall) itself, as the SDK server
+   * would with the catalog's handler, without the SDK's per-request machinery (an
+   * AbortController, the request checked against five of its schemas and the result against
+   * one); every other message goes to the server.
+   */
+  constructor(private readonly callTool?: ToolCaller) {}
 
   async start(): Promise<void> {}
 
@@ -124,6 +167,10 @@ export class McpExchangeRouter implements Transport {
     extra: MessageExtraInfo,
   ): number | undefined {
     if (exchange !== undefined && isRequest(message)) {
+      if (this.callTool !== undefined && isPlainToolCall(message)) {
+        void this.answerToolCall(this.callTool, exchange, message);
+        return undefined;
+      }
       const problem = invalidParamsProblem(message);
       if (problem !== undefined) {
         const error = { code: ErrorCode.InvalidParams, message: problem };
@@ -142,6 +189,20 @@ export class McpExchangeRouter implements Transport {
     if (message.method === 'notifications/cancelled') return undefined;
     this.onmessage?.(message, extra);
     return undefined;
+  }
+
+  private async answerToolCall(
+    callTool: ToolCaller,
+    exchange: JsonExchange,
+    request: JSONRPCRequest & { params: { name: string; arguments?: Record<string, unknown> } },
+  ): Promise<void> {
+    const { id, params } = request;
+    try {
+      const result = await callTool(params.name, params.arguments);
+      exchange.answer({ result, jsonrpc: '2.0', id });
+    } catch (error) {
+      exchange.answer({ jsonrpc: '2.0', id, error: errorAnswer(error) });
+    }
   }
 }
 
