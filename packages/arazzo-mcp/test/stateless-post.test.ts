@@ -1,7 +1,10 @@
 import { createArazzoMcpApp, createToolCatalog } from '@mcp-identity/arazzo-mcp';
 import { createLogger } from '@mcp-identity/common';
 import { startTestServer } from '@mcp-identity/common/testing';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import {
+  JSONRPCMessageSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ECHO_USER_RUNNER,
@@ -113,6 +116,31 @@ describe('POST /mcp, stateless with JSON answers', () => {
     const message = 'Parse error: Invalid JSON-RPC message';
     for (const body of [{ foo: 1 }, null, 42, [getUser(1, 'u'), { foo: 1 }]]) {
       expect(await post(body)).toEqual(refusal(400, -32700, message));
+    }
+  });
+
+  it('accepts and refuses requests exactly as the SDK schema does', async () => {
+    const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
+    const candidates = [
+      ping,
+      { ...ping, id: 'a' },
+      { ...ping, id: 1.5 },
+      { ...ping, id: 2 ** 60 },
+      { ...ping, id: null },
+      { jsonrpc: '2.0', method: 'ping', params: [] },
+      { ...ping, jsonrpc: '1.0' },
+      { ...ping, method: 5 },
+      { ...ping, params: [] },
+      { ...ping, params: null },
+      { ...ping, params: {} },
+      { ...ping, params: { _meta: { progressToken: 'p' } } },
+      { ...ping, params: { _meta: { progressToken: {} } } },
+      { ...ping, extra: true },
+    ];
+    for (const candidate of candidates) {
+      const valid = JSONRPCMessageSchema.safeParse(candidate).success;
+      const { status } = await post(candidate);
+      expect({ candidate, refused: status === 400 }).toEqual({ candidate, refused: !valid });
     }
   });
 

@@ -6,6 +6,7 @@ import {
   isInitializeRequest,
   type JSONRPCMessage,
   JSONRPCMessageSchema,
+  type JSONRPCRequest,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 
@@ -59,6 +60,10 @@ export function postMessages(
   const batch = Array.isArray(parsedBody) ? parsedBody : [parsedBody];
   const messages: JSONRPCMessage[] = [];
   for (const candidate of batch) {
+    if (isPlainRequest(candidate)) {
+      messages.push(candidate);
+      continue;
+    }
     const parsed = JSONRPCMessageSchema.safeParse(candidate);
     if (!parsed.success) {
       return refuse(400, JSON_RPC.parseError, 'Parse error: Invalid JSON-RPC message');
@@ -89,4 +94,31 @@ export function postMessages(
     );
   }
   return { messages };
+}
+
+/**
+ * A request as clients send it, which the SDK's `JSONRPCMessageSchema` accepts unchanged:
+ * `jsonrpc` "2.0", a string or integer `id`, a string `method`, optional object `params`
+ * without `_meta`, and no other member. Checked without the schema, which would build a copy;
+ * anything else is left to it.
+ */
+function isPlainRequest(candidate: unknown): candidate is JSONRPCRequest {
+  if (typeof candidate !== 'object' || candidate === null || Array.isArray(candidate)) {
+    return false;
+  }
+  const message = candidate as Record<string, unknown>;
+  for (const key in message) {
+    if (key !== 'jsonrpc' && key !== 'id' && key !== 'method' && key !== 'params') return false;
+  }
+  const { id, params } = message;
+  return (
+    message.jsonrpc === '2.0' &&
+    typeof message.method === 'string' &&
+    (typeof id === 'string' || Number.isSafeInteger(id)) &&
+    (params === undefined ||
+      (typeof params === 'object' &&
+        params !== null &&
+        !Array.isArray(params) &&
+        !('_meta' in params)))
+  );
 }
