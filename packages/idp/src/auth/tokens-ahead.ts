@@ -43,15 +43,26 @@ export class TokensAhead {
   /** Starts signing the next token for `input`, unless one is ready or under way. */
   prepare(input: TokenRequest, kid: string, key: KeyObject): void {
     const id = requestKey(input);
-    if (this.ahead.has(id) || this.ahead.size >= MAX_REQUESTS_AHEAD) return;
+    if (this.ahead.has(id)) return;
+    if (this.ahead.size >= MAX_REQUESTS_AHEAD) this.dropStale();
+    if (this.ahead.size >= MAX_REQUESTS_AHEAD) return;
     const ahead: Ahead = { kid, issued: undefined };
     this.ahead.set(id, ahead);
     this.sign(input, kid, key).then(
       (issued) => {
         ahead.issued = issued;
       },
-      () => this.ahead.delete(id),
+      () => {
+        if (this.ahead.get(id) === ahead) this.ahead.delete(id);
+      },
     );
+  }
+
+  /** Forgets the tokens that no request can take any more (signed in an earlier second). */
+  private dropStale(): void {
+    for (const [id, ahead] of this.ahead) {
+      if (ahead.issued && !this.isCurrent(ahead.issued)) this.ahead.delete(id);
+    }
   }
 }
 
