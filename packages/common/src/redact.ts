@@ -11,9 +11,19 @@ const SENSITIVE_EXACT = new Set(['code', 'authcode', 'authorizationcode', 'pwd']
 // not OAuth codes; they are kept so failures stay debuggable.
 const ERROR_CODE = /^[A-Z][A-Z0-9_]*$/;
 
+// Log calls name the same few keys over and over (`req`, `res`, `responseTime`, `clientId`):
+// their verdicts are remembered, up to a bound, since keys may also come from request data.
+const KNOWN_KEYS_MAX = 1024;
+const knownKeys = new Map<string, boolean>();
+
 export function isSensitiveKey(key: string): boolean {
-  const name = key.toLowerCase().replace(/[-_]/g, '');
-  return SENSITIVE_EXACT.has(name) || SENSITIVE_NAME.test(name);
+  let sensitive = knownKeys.get(key);
+  if (sensitive === undefined) {
+    const name = key.toLowerCase().replace(/[-_]/g, '');
+    sensitive = SENSITIVE_EXACT.has(name) || SENSITIVE_NAME.test(name);
+    if (knownKeys.size < KNOWN_KEYS_MAX) knownKeys.set(key, sensitive);
+  }
+  return sensitive;
 }
 
 function redactValue(key: string, value: unknown): boolean {
@@ -44,8 +54,12 @@ export function redactUrl(url: string): string {
  * depth, is replaced by REDACTED. Cycles and very deep structures are cut off
  * rather than followed.
  */
-export function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
+export function redactDeep(value: unknown, depth = 0, seen?: WeakSet<object>): unknown {
   if (value === null || typeof value !== 'object') return value;
+  if (seen === undefined) {
+    if (isFlatAndClean(value)) return value;
+    seen = new WeakSet<object>();
+  }
   if (depth > 12 || seen.has(value)) return '[Truncated]';
   seen.add(value);
   if (Array.isArray(value)) return value.map((item) => redactDeep(item, depth + 1, seen));
@@ -67,6 +81,29 @@ function redactError(error: Error, depth: number, seen: WeakSet<object>): unknow
   }
   if (error.cause !== undefined) out.cause = redactDeep(error.cause, depth + 1, seen);
   return out;
+}
+
+/**
+ * A plain object whose keys are all harmless and whose values are primitives or objects that
+ * `redactDeep` passes through as they are (class instances such as a request): the copy
+ * `redactDeep` would make holds the same entries, so the object itself serves. Most log calls
+ * (every request line) log such an object.
+ */
+function isFlatAndClean(value: object): boolean {
+  if (!isPlainObject(value)) return false;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) return false;
+    const item = (value as Record<string, unknown>)[key];
+    if (redactValue(key, item)) return false;
+    if (
+      item !== null &&
+      typeof item === 'object' &&
+      (Array.isArray(item) || item instanceof Error || isPlainObject(item) || isHeaders(item))
+    ) {
+      return false;
+    }
+  }
+  return true;
 }
 
 function isPlainObject(value: object): boolean {

@@ -79,6 +79,34 @@ describe('createLogger', () => {
     expect(lines.join('\n')).not.toContain(BEARER);
   });
 
+  it('removes credentials from flat objects, every time the same keys come back', () => {
+    const { logger, lines } = capture();
+    for (const attempt of [1, 2]) {
+      logger.info(
+        { attempt, clientId: 'app-1', client_secret: `cs-${attempt}`, Token: BEARER, code: 'ab-1' },
+        'flat',
+      );
+      logger.info({ attempt, code: 'ECONNREFUSED', when: new Date(0) }, 'diagnostic');
+    }
+    for (const text of [lines[0], lines[2]]) {
+      const line = JSON.parse(text ?? '{}');
+      expect(line).toMatchObject({
+        clientId: 'app-1',
+        client_secret: REDACTED,
+        Token: REDACTED,
+        code: REDACTED,
+      });
+    }
+    for (const text of [lines[1], lines[3]]) {
+      expect(JSON.parse(text ?? '{}')).toMatchObject({
+        code: 'ECONNREFUSED',
+        when: '1970-01-01T00:00:00.000Z',
+      });
+    }
+    expect(lines.join('\n')).not.toMatch(/cs-[12]|ab-1/);
+    expect(lines.join('\n')).not.toContain(BEARER);
+  });
+
   it('strips credential query parameters from URLs', () => {
     expect(redactUrl('/cb?code=abc&state=xyz')).toBe(
       `/cb?code=${encodeURIComponent(REDACTED)}&state=xyz`,

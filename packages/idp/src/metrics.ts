@@ -59,16 +59,24 @@ export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): 
     help: 'SCIM requests, by resource type, method and status.',
     labelNames: ['resource', 'method', 'status'] as const,
   });
-  app.addHook('onResponse', async (request, reply) => {
+  // Resource labels by route pattern: the patterns are the registered routes, a fixed few.
+  const resources = new Map<string, string>();
+  // A callback hook, not an async one: no promise per request for a few counter increments.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request);
     if (route === '/oauth2/token') {
       tokenRequests(grantTypeOf(request), outcomeOfStatus(reply.statusCode, 200)).inc();
     } else if (route === '/oauth2/authorize' && request.method === 'POST') {
       logins(loginOutcome(reply.statusCode, reply.getHeader('location'))).inc();
     } else if (request.url.startsWith('/scim2/')) {
-      const resource = route === 'unmatched' ? route : scimResource(route);
+      let resource = resources.get(route);
+      if (resource === undefined) {
+        resource = route === 'unmatched' ? route : scimResource(route);
+        resources.set(route, resource);
+      }
       scimRequests(resource, request.method, String(reply.statusCode)).inc();
     }
+    done();
   });
   registerMetricsRoute(app, registry, { authorize: requireMetricsScope(tokens) });
 }

@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { openIdpData } from '@mcp-identity/idp';
 import { decodeProtectedHeader } from 'jose';
@@ -87,6 +90,25 @@ describe('cached reads never outlive the rows they reflect', async () => {
     data.apps.delete(app.clientId);
     data.close();
     expect((await tokenFor(app.clientId, rotated)).status).toBe(401);
+  });
+
+  it('an application deleted by the idp command in another process is refused at the next request', async () => {
+    const { app, clientSecret } = await idp.admin.apps.create({
+      name: 'deleted-elsewhere',
+      scopes: ['internal_user_mgt_list'],
+    });
+    for (let i = 0; i < 3; i++) {
+      expect((await tokenFor(app.clientId, clientSecret!)).status).toBe(200);
+    }
+    const bin = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', bin, 'apps', 'delete', app.clientId, '--data-dir', dataDir],
+      { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'warn' } },
+    );
+    const [code] = await once(child, 'close');
+    expect(code).toBe(0);
+    expect((await tokenFor(app.clientId, clientSecret!)).status).toBe(401);
   });
 
   it('a repeated narrow search sees every user, group and role written since', async () => {

@@ -77,3 +77,45 @@ describe('a token the IdP signed itself skips only the RSA check', async () => {
     expect(await status(token)).toBe(401);
   });
 });
+
+/**
+ * After a client-credentials token, the IdP signs the client's next one ahead (on the thread
+ * pool, src/auth/tokens-ahead.ts). A request must still get a token of its own, with the claims
+ * of the moment it asked and the key active then, whether or not one was ready for it.
+ */
+describe('a client-credentials token signed ahead is only handed out as it would be signed now', async () => {
+  let clock = Date.now();
+  const idp = await startTestIdp({ now: () => clock });
+  const claimsOf = (token: string) =>
+    JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as {
+      iat: number;
+      exp: number;
+      jti: string;
+      scope: string;
+    };
+
+  it('gives every request its own token, issued at the second it was asked for', async () => {
+    const jtis = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      // Tokens asked within one second, then a second later than the one signed ahead.
+      for (const _ of [1, 2]) {
+        const token = await idp.token([SCOPE]);
+        const claims = claimsOf(token);
+        expect(claims.iat).toBe(Math.floor(clock / 1000));
+        expect(claims.exp).toBe(claims.iat + 3600);
+        jtis.add(claims.jti);
+        expect((await idp.scim('GET', '/Users?count=1', { token })).status).toBe(200);
+      }
+      clock += 1000;
+    }
+    expect(jtis.size).toBe(40);
+  });
+
+  it('signs a token for the scopes asked, not those of the token signed ahead', async () => {
+    const other = 'internal_user_mgt_view';
+    for (let i = 0; i < 5; i++) {
+      expect(claimsOf(await idp.token([SCOPE])).scope).toBe(SCOPE);
+      expect(claimsOf(await idp.token([other])).scope).toBe(other);
+    }
+  });
+});

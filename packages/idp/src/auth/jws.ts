@@ -20,6 +20,27 @@ function encodeJson(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
+/**
+ * The encoded header of the last token signed, and the decoded header of the last token
+ * verified: every token of one key has the same header, so each is worked out once per key.
+ */
+let lastSigned: { kid: string; typ: string | undefined; encoded: string } | undefined;
+let lastVerified: { encoded: string; header: Record<string, unknown> } | undefined;
+
+function encodeHeader(header: { alg: 'RS256'; kid: string; typ?: string }): string {
+  if (lastSigned?.kid !== header.kid || lastSigned.typ !== header.typ) {
+    lastSigned = { kid: header.kid, typ: header.typ, encoded: encodeJson(header) };
+  }
+  return lastSigned.encoded;
+}
+
+function decodeHeader(encoded: string): Record<string, unknown> | undefined {
+  if (lastVerified?.encoded === encoded) return lastVerified.header;
+  const header = decodeJsonObject(encoded);
+  if (header) lastVerified = { encoded, header };
+  return header;
+}
+
 function decodeJsonObject(part: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
@@ -41,7 +62,7 @@ export async function signRs256(
   key: KeyObject,
   onEventLoop = false,
 ): Promise<string> {
-  const input = `${encodeJson(header)}.${encodeJson(payload)}`;
+  const input = `${encodeHeader(header)}.${encodeJson(payload)}`;
   const data = Buffer.from(input);
   const signature = onEventLoop
     ? sign('sha256', data, key)
@@ -68,7 +89,7 @@ export function verifyRs256(
   if (!BASE64URL.test(header64) || !BASE64URL.test(payload64) || !BASE64URL.test(signature64)) {
     return undefined;
   }
-  const header = decodeJsonObject(header64);
+  const header = decodeHeader(header64);
   if (header?.alg !== 'RS256' || 'crit' in header || typeof header.kid !== 'string') {
     return undefined;
   }

@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { type KeyObject, randomUUID } from 'node:crypto';
 import { sha256Base64Url } from '@mcp-identity/common';
 import type { JWTPayload } from 'jose';
 import { type Db, statement } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
 import { ReadCache } from '../store/read-cache.js';
 import { signRs256, verifyRs256 } from './jws.js';
+import { TokensAhead } from './tokens-ahead.js';
 
 export type AccessTokenClaims = JWTPayload & {
   sub: string;
@@ -31,6 +32,16 @@ export type TokenServiceOptions = {
   alone?: () => boolean;
 };
 
+export type TokenRequest = {
+  clientId: string;
+  subject: string;
+  scopes: string[];
+  /** `aud` (RFC 8707 resources the token is for); the client id is always included. */
+  audiences?: readonly string[];
+};
+
+export type IssuedToken = { token: string; expiresIn: number; claims: AccessTokenClaims };
+
 /** Client-credentials tokens have the client as subject; any other subject is a user. */
 export const isUserToken = (claims: Pick<AccessTokenClaims, 'sub' | 'client_id'>): boolean =>
   claims.sub !== claims.client_id;
@@ -52,6 +63,11 @@ export class TokenService {
   private readonly revoked: ReadCache<'all', ReadonlySet<string> | undefined>;
   /** Digests of the tokens this process signed lately, oldest first. */
   private readonly signed = new Set<string>();
+  /** Client-credentials tokens signed ahead of the request that will take them. */
+  private readonly ahead = new TokensAhead(
+    (input, kid, key) => this.sign(input, kid, key, false),
+    (issued) => this.isCurrent(issued),
+  );
 
   constructor(
     private readonly db: Db,
@@ -65,20 +81,23 @@ export class TokenService {
     return this.options.issuer;
   }
 
-  async issue(input: {
-    clientId: string;
-    subject: string;
-    scopes: string[];
-    /** `aud` (RFC 8707 resources the token is for); the client id is always included. */
-    audiences?: readonly string[];
-  }): Promise<{
-    token: string;
-    expiresIn: number;
-    claims: AccessTokenClaims;
-  }> {
+  async issue(input: TokenRequest): Promise<IssuedToken> {
     const { kid, key } = this.keys.signingKey();
+    // Only client-credentials tokens (the client is the subject) are signed ahead.
+    if (input.subject !== input.clientId) {
+      return this.sign(input, kid, key, this.options.alone?.() ?? false);
+    }
+    const issued =
+      this.ahead.take(input, kid) ??
+      (await this.sign(input, kid, key, this.options.alone?.() ?? false));
+    this.ahead.prepare(input, kid, key);
+    return issued;
+  }
+
+  /** The claims of a token for `input` issued now, with a fresh `jti`. */
+  private claimsFor(input: TokenRequest): AccessTokenClaims {
     const iat = this.options.now();
-    const claims: AccessTokenClaims = {
+    return {
       iss: this.options.issuer,
       aud: input.audiences?.length ? [input.clientId, ...input.audiences] : input.clientId,
       sub: input.subject,
@@ -89,16 +108,34 @@ export class TokenService {
       exp: iat + this.options.accessTokenTtlSeconds,
       jti: randomUUID(),
     };
-    const token = await signRs256(
-      { alg: 'RS256', kid, typ: 'at+jwt' },
-      claims,
-      key,
-      this.options.alone?.() ?? false,
+  }
+
+  /** Signs a token for `input`; `onEventLoop`: on the calling thread (see `signRs256`). */
+  private async sign(
+    input: TokenRequest,
+    kid: string,
+    key: KeyObject,
+    onEventLoop: boolean,
+  ): Promise<IssuedToken> {
+    const claims = this.claimsFor(input);
+    const token = await signRs256({ alg: 'RS256', kid, typ: 'at+jwt' }, claims, key, onEventLoop);
+    this.remember(token);
+    return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
+  }
+
+  /** Whether `issued` is what `claimsFor` would give now, but for its `jti`. */
+  private isCurrent(issued: IssuedToken): boolean {
+    return (
+      issued.claims.iat === this.options.now() &&
+      issued.claims.iss === this.options.issuer &&
+      issued.expiresIn === this.options.accessTokenTtlSeconds
     );
+  }
+
+  private remember(token: string): void {
     if (this.signed.size >= SIGNED_REMEMBERED)
       this.signed.delete(this.signed.values().next().value!);
     this.signed.add(sha256Base64Url(token));
-    return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
   }
 
   /** The claims of a valid, unrevoked token of this issuer; undefined otherwise. */

@@ -128,14 +128,25 @@ function readJsonString(token: string): string {
   }
 }
 
+/** Filters parsed lately (tools send the same few again and again), oldest first. */
+const PARSED_KEPT = 256;
+const parsed = new Map<string, Filter>();
+
+/** The syntax tree of `text`; it depends on the text alone and is only ever read. */
 function parseOrReject(text: string): Filter {
+  const known = parsed.get(text);
+  if (known) return known;
   if (!text.trim()) throw UNSUPPORTED_FILTER();
   const quoted = quoteValues(text);
+  let filter: Filter;
   try {
-    return parse(quoted);
+    filter = parse(quoted);
   } catch {
     throw UNSUPPORTED_FILTER();
   }
+  if (parsed.size >= PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
+  parsed.set(text, filter);
+  return filter;
 }
 
 /** Parses `text` under `policy`; every attribute is resolved to its canonical key. */

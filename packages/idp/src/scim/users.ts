@@ -39,7 +39,7 @@ type UserRow = {
 };
 
 export type Page = { startIndex: number; count: number };
-export type SearchResult = { total: number; rows: Json[] };
+export type SearchResult = { total: number; rows: readonly Json[] };
 
 const isObject = (v: unknown): v is Json =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -71,8 +71,11 @@ export class UserStore {
    * more than NARROW_MATCHES users; kept like `counts`.
    */
   private readonly narrow: ReadCache<string, string[] | undefined>;
-  /** Pages of stored users by their ids, read again after any write to the database. */
-  private readonly pages: ReadCache<string, UserRow[]>;
+  /**
+   * Pages of users by their ids, read again after any write to the database. Frozen: the same
+   * records are rendered for every request that reads the page (rendering copies, never writes).
+   */
+  private readonly pages: ReadCache<string, readonly Json[]>;
   private worker: SearchWorker | undefined;
   private dummyHash: Promise<string> | undefined;
 
@@ -221,7 +224,7 @@ export class UserStore {
     }
     if (!tree || !exact) return { total: answer.total, rows: this.rowsByIds(answer.ids) };
     const candidates = answer.ids;
-    const result: SearchResult = { total: 0, rows: [] };
+    const result = { total: 0, rows: [] as Json[] };
     for (let start = 0; start < candidates.length; start += CHECK_SLICE) {
       if (start > 0) await new Promise((resolve) => setImmediate(resolve));
       const slice = this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE));
@@ -292,8 +295,10 @@ export class UserStore {
   }
 
   /** A page of users (a page is short: its ids are the cache key). */
-  private rowsByIds(ids: readonly string[]): Json[] {
-    return this.pages.get(ids.join(' '), () => this.rawRowsByIds(ids)).map(toRecord);
+  private rowsByIds(ids: readonly string[]): readonly Json[] {
+    return this.pages.get(ids.join(' '), () =>
+      Object.freeze(this.rawRowsByIds(ids).map((row) => deepFreeze(toRecord(row)))),
+    );
   }
 
   private clearSearchCaches(): void {
@@ -341,7 +346,7 @@ export class UserStore {
     rows: Iterable<UserRow>,
     tree: FilterTree | undefined,
     page: Page,
-    result: SearchResult = { total: 0, rows: [] },
+    result: { total: number; rows: Json[] } = { total: 0, rows: [] },
   ): SearchResult {
     const schema = this.schema();
     for (const row of rows) {
@@ -601,6 +606,14 @@ function userSubject(row: UserRow, schema: UserSchema): FilterSubject {
       return Array.isArray(value) ? value.filter(isObject) : [];
     },
   };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  }
+  return value;
 }
 
 function toRecord(row: UserRow): Json {

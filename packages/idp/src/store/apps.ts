@@ -1,12 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import {
-  constantTimeEqual,
-  hashSecret,
-  randomToken,
-  redirectUriProblem,
-  sha256Base64Url,
-  verifySecret,
-} from '@mcp-identity/common';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hashSecret, randomToken, redirectUriProblem, verifySecret } from '@mcp-identity/common';
 import { type Db, statement } from './db.js';
 import { ReadCache } from './read-cache.js';
 
@@ -104,7 +97,7 @@ export class AppStore {
    * hash: tools request a token per call, and a rotation (even by another process) changes the
    * stored hash, which invalidates the entry.
    */
-  private readonly verified = new Map<string, { storedHash: string; digest: string }>();
+  private readonly verified = new Map<string, { storedHash: string; digest: Buffer }>();
   /** Applications by client id, read again after any write to the database. */
   private readonly rows: ReadCache<string, StoredApplication | undefined>;
 
@@ -218,9 +211,10 @@ export class AppStore {
     const stored = this.stored(clientId);
     if (!stored?.secretHash) return undefined;
     const { app, secretHash } = stored;
-    const digest = sha256Base64Url(secret);
+    // Digests have one length whatever the secret's, so they compare in constant time as they are.
+    const digest = createHash('sha256').update(secret, 'utf8').digest();
     const cached = this.verified.get(clientId);
-    if (cached?.storedHash === secretHash && constantTimeEqual(cached.digest, digest)) {
+    if (cached?.storedHash === secretHash && timingSafeEqual(cached.digest, digest)) {
       return app;
     }
     if (!(await verifySecret(secret, secretHash))) return undefined;
