@@ -34,7 +34,7 @@ import { KNOWN_SCOPES } from './scim/scopes.js';
 import { ScimService } from './scim/service.js';
 import { UserStore } from './scim/users.js';
 import { AppStore } from './store/apps.js';
-import { closeDatabase, type Db, openDatabase } from './store/db.js';
+import { type Db, openDatabase } from './store/db.js';
 import { KeyStore } from './store/keys.js';
 import { ApiResourceStore } from './store/resources.js';
 
@@ -186,7 +186,7 @@ export function openIdpData(
     resources: core.resources,
     keys: core.keys,
     service: core.service,
-    close: () => closeDatabase(core.db),
+    close: () => core.db.close(),
   };
 }
 
@@ -282,7 +282,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
           ? currentUserScopes(core.service.roles, claims.sub)
           : new Set(core.apps.get(claims.client_id)?.scopes ?? []),
     });
-    app.addHook('onClose', async () => closeDatabase(core.db));
+    app.addHook('onClose', async () => core.db.close());
 
     const server = await startServer(app, {
       host: options.host ?? '127.0.0.1',
@@ -306,7 +306,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       close: () => server.close(),
     };
   } catch (error) {
-    if (core.db.open) closeDatabase(core.db);
+    if (core.db.open) core.db.close();
     throw error;
   }
 }

@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { stopWatching } from './read-cache.js';
 
 export type Db = Database.Database;
 
@@ -218,12 +217,6 @@ export function statement(db: Db, sql: string): Database.Statement {
     cache.set(sql, prepared);
   }
   return prepared;
-}
-
-/** Closes the database and what its read caches hold open. */
-export function closeDatabase(db: Db): void {
-  stopWatching(db);
-  db.close();
 }
 
 /** Runs `fn` in an IMMEDIATE transaction, so read-modify-write sequences are serialised. */
