@@ -89,13 +89,25 @@ function rawMemberKeys(text: string): { top: string[]; params: string[] } {
 const TOP_MEMBERS = ['method', 'params', 'jsonrpc', 'id'];
 const PARAMS_MEMBERS = ['name', 'uri'];
 
+/**
+ * Whether `key` is a case spelling of `name`, a lower-case ASCII member name, without making a
+ * lower-cased copy. For these names the result is that of `key.toLowerCase() === name`: the only
+ * characters that lower-case to one of their ASCII letters are the letter's own two cases
+ * (U+212A KELVIN SIGN becomes `k`, which none of them contains; U+0130 becomes two characters).
+ */
+function isCaseSpellingOf(key: string, name: string): boolean {
+  if (key.length !== name.length) return false;
+  for (let i = 0; i < name.length; i++) {
+    // Setting bit 0x20 maps an ASCII capital to its small letter and leaves small ones as they are.
+    if ((key.charCodeAt(i) | 0x20) !== name.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
 function ambiguous(keys: string[], names: readonly string[]): boolean {
   for (const name of names) {
     let seen = 0;
-    for (const key of keys) {
-      // Only a key of the same length can be a case spelling of the name: no lower-casing else.
-      if (key.length === name.length && key.toLowerCase() === name && ++seen > 1) return true;
-    }
+    for (const key of keys) if (isCaseSpellingOf(key, name) && ++seen > 1) return true;
   }
   return false;
 }

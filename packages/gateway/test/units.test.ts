@@ -44,6 +44,22 @@ describe('parseMcpBody', () => {
     });
   });
 
+  it('refuses exactly the member names that lower-case to a duplicated member name', () => {
+    const spellings = ['NAME', 'Name', 'nAmE', 'name', 'nam', 'names', 'n\u0061me'];
+    const lookAlikes = ['\uff4eame', '\u0144ame', 'n\u00e1me', 'na\u212ae', 'n@me', 'N`ME'];
+    for (const key of [...spellings, ...lookAlikes]) {
+      const decoded = JSON.parse(`"${key}"`) as string;
+      const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","${key}":"b"}}`;
+      const duplicated = decoded.toLowerCase() === 'name';
+      expect(parseMcpBody(body).ok, key).toBe(!duplicated);
+    }
+    for (const key of ['ID', 'Id', '\u0130d', '\u0131d', 'i\u0307d']) {
+      const body = `{"jsonrpc":"2.0","id":1,"${key}":2,"method":"ping"}`;
+      const duplicated = (JSON.parse(`"${key}"`) as string).toLowerCase() === 'id';
+      expect(parseMcpBody(body).ok, key).toBe(!duplicated);
+    }
+  });
+
   it('rejects wrong shapes', () => {
     for (const body of [
       'null',
