@@ -27,9 +27,14 @@ describe('parseMcpBody', () => {
       method: 'tools/call',
       params: { name: 'search_users', arguments: { name: 'x', method: 'y', Name: 'z' } },
     });
-    expect(parseMcpBody(body)).toEqual({
+    const parsed = parseMcpBody(body);
+    expect(parsed).toMatchObject({
       ok: true,
-      call: { id: 'a', method: 'tools/call', params: expect.any(Object), target: 'search_users' },
+      call: { id: 'a', method: 'tools/call', target: 'search_users' },
+    });
+    expect(parsed.ok && parsed.call.params).toEqual({
+      name: 'search_users',
+      arguments: { name: 'x', method: 'y', Name: 'z' },
     });
   });
 
@@ -58,6 +63,14 @@ describe('parseMcpBody', () => {
       const duplicated = (JSON.parse(`"${key}"`) as string).toLowerCase() === 'id';
       expect(parseMcpBody(body).ok, key).toBe(!duplicated);
     }
+  });
+
+  it('accepts nesting as deep as JSON.parse does, within the body size limit', () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","x":${deep}}}`;
+    expect(JSON.parse(body)).toBeTruthy();
+    expect(parseMcpBody(body)).toMatchObject({ ok: true, call: { target: 'a' } });
+    expect(parseMcpBody(`${body.slice(0, -3)}}}`)).toMatchObject({ ok: false, code: -32700 });
   });
 
   it('rejects wrong shapes', () => {
