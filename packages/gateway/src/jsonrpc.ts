@@ -165,7 +165,8 @@ class BodyScan {
   /** A name above was spelt more than once, in any case. */
   ambiguous = false;
   topIsObject = false;
-  private readonly spellings = new Uint8Array(Member.Uri + 1);
+  /** Spellings seen per member (a plain array: a typed array costs more to make per body). */
+  private readonly spellings = [0, 0, 0, 0, 0, 0, 0];
 
   constructor(private readonly bytes: Buffer) {}
 
@@ -304,6 +305,26 @@ class BodyScan {
     return exact;
   }
 
+  /** Whether a string span holds exactly `value`, read without making a string of it. */
+  holds(span: Span, value: string): boolean {
+    if (span.escaped) return JSON.parse(this.text(span.start, span.end)) === value;
+    return spellingOf(this.bytes, span.start + 1, span.end - 1, value) === Spelling.Exact;
+  }
+
+  /** The value of a number span; a small whole number is read without making a string of it. */
+  numberAt(span: Span): number {
+    const b = this.bytes;
+    if (span.end - span.start <= 9) {
+      let value = 0;
+      let i = span.start;
+      for (; i < span.end && isDigit(b[i] as number); i++)
+        value = value * 10 + (b[i] as number) - ZERO;
+      if (i === span.end) return value;
+    }
+    // The JSON number grammar is a subset of Number's, with the same values.
+    return Number(this.text(span.start, span.end));
+  }
+
   /** The body's text from `start` to `end`. */
   text(start: number, end: number): string {
     return this.bytes.toString('utf8', start, end);
@@ -421,7 +442,7 @@ export function parseMcpBody(body: Buffer | string): ParseResult {
   if (!scan.run()) return PARSE_ERROR;
   if (!scan.topIsObject || scan.ambiguous) return INVALID;
   const { jsonrpc, id: idSpan, method: methodSpan, params } = scan;
-  if (jsonrpc.kind !== Kind.String || stringAt(scan, jsonrpc) !== '2.0') return INVALID;
+  if (jsonrpc.kind !== Kind.String || !scan.holds(jsonrpc, '2.0')) return INVALID;
   let id: JsonRpcId | undefined;
   switch (idSpan.kind) {
     case Kind.Absent:
@@ -431,8 +452,7 @@ export function parseMcpBody(body: Buffer | string): ParseResult {
       id = stringAt(scan, idSpan);
       break;
     case Kind.Number:
-      // The JSON number grammar is a subset of Number's, with the same values.
-      id = Number(scan.text(idSpan.start, idSpan.end));
+      id = scan.numberAt(idSpan);
       break;
     default:
       if (scan.text(idSpan.start, idSpan.end) !== 'null') return INVALID;
