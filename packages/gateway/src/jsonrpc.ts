@@ -327,7 +327,8 @@ class BodyScan {
 
   /** The body's text from `start` to `end`. */
   text(start: number, end: number): string {
-    return this.bytes.toString('utf8', start, end);
+    // UTF-8 is the default: without an encoding name, Buffer skips looking one up.
+    return this.bytes.toString(undefined, start, end);
   }
 
   private spanOf(member: Member): Span | undefined {
