@@ -106,6 +106,7 @@ enum Spelling {
  * of the decoded key: the only characters that lower-case to one of their ASCII letters are the
  * letter's own two cases (U+212A KELVIN SIGN becomes `k`, which none of them contains; U+0130
  * becomes two characters), and a character outside ASCII is written with bytes over 0x7f.
+ * `Exact` alone also tells whether they hold any ASCII text.
  */
 function spellingOf(bytes: Buffer, start: number, end: number, name: string): Spelling {
   if (end - start !== name.length) return Spelling.None;
