@@ -13,6 +13,7 @@ export type ParseResult =
   | { ok: true; call: McpCall }
   | { ok: false; code: -32700 | -32600; message: string; data?: string };
 
+const PARSE_ERROR: ParseResult = { ok: false, code: -32700, message: 'Parse error' };
 const INVALID: ParseResult = {
   ok: false,
   code: -32600,
@@ -23,81 +24,415 @@ const INVALID: ParseResult = {
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COLON = 0x3a;
+const COMMA = 0x2c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
+const MINUS = 0x2d;
+const PLUS = 0x2b;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const NINE = 0x39;
+
+/** A parsed message's members the gateway reads; every other one is only validated. */
+enum Member {
+  Other,
+  Jsonrpc,
+  Id,
+  Method,
+  Params,
+  Name,
+  Uri,
+}
+
+/** What a member's value starts with (its JSON type, told from its first byte). */
+enum Kind {
+  Absent,
+  String,
+  Number,
+  Object,
+  Array,
+  Literal,
+}
+
+/** Where one member's value lies in the body. */
+class Span {
+  kind = Kind.Absent;
+  start = 0;
+  end = 0;
+  /** A string value written with a backslash escape: decoded by JSON.parse. */
+  escaped = false;
+}
 
 /** Whitespace between JSON tokens (RFC 8259 §2): space, tab, line feed, carriage return. */
 function isJsonWhitespace(code: number): boolean {
   return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 }
 
-/**
- * Collects the keys of the top-level object and of its `params` member as written in the raw
- * text. JSON.parse keeps only the last of duplicated keys, so a peer that keeps the first one
- * would see a different request than we authorised; the raw keys let us refuse such bodies.
- * Assumes `text` is already known to be valid JSON with an object at the top.
- */
-function rawMemberKeys(text: string): { top: string[]; params: string[] } {
-  const top: string[] = [];
-  const params: string[] = [];
-  let depth = 0;
-  let inParams = false;
-  let i = 0;
-  while (i < text.length) {
-    const ch = text.charCodeAt(i);
-    if (ch === QUOTE) {
-      let end = i + 1;
-      let escaped = false;
-      for (let c = text.charCodeAt(end); c !== QUOTE; c = text.charCodeAt(end)) {
-        if (c === BACKSLASH) {
-          escaped = true;
-          end += 2;
-        } else {
-          end += 1;
-        }
-      }
-      // Only members of the top-level object and of its `params` matter; deeper strings are
-      // skipped without being copied.
-      if (depth === 1 || (depth === 2 && inParams)) {
-        let next = end + 1;
-        while (isJsonWhitespace(text.charCodeAt(next))) next++;
-        if (text.charCodeAt(next) === COLON) {
-          const key = escaped
-            ? (JSON.parse(text.slice(i, end + 1)) as string)
-            : text.slice(i + 1, end);
-          if (depth === 1) {
-            top.push(key);
-            inParams = key === 'params';
-          } else {
-            params.push(key);
-          }
-        }
-      }
-      i = end + 1;
-      continue;
-    }
-    if (ch === OPEN_BRACE || ch === OPEN_BRACKET) depth++;
-    else if (ch === CLOSE_BRACE || ch === CLOSE_BRACKET) depth--;
-    i++;
-  }
-  return { top, params };
+function isDigit(code: number): boolean {
+  return code >= ZERO && code <= NINE;
 }
 
-/** Members that must appear once, in any case spelling, at the top and in `params`. */
-const TOP_MEMBERS = ['method', 'params', 'jsonrpc', 'id'];
-const PARAMS_MEMBERS = ['name', 'uri'];
+function isHexDigit(code: number): boolean {
+  const lower = code | 0x20;
+  return isDigit(code) || (lower >= 0x61 && lower <= 0x66);
+}
 
-function ambiguous(keys: string[], names: readonly string[]): boolean {
-  for (const name of names) {
-    let seen = 0;
-    for (const key of keys) {
-      // Only a key of the same length can be a case spelling of the name: no lower-casing else.
-      if (key.length === name.length && key.toLowerCase() === name && ++seen > 1) return true;
+/** Escapes RFC 8259 §7 allows after a backslash, besides `u` and four hex digits. */
+function isSimpleEscape(code: number): boolean {
+  // " \ / b f n r t
+  return (
+    code === QUOTE ||
+    code === BACKSLASH ||
+    code === 0x2f ||
+    code === 0x62 ||
+    code === 0x66 ||
+    code === 0x6e ||
+    code === 0x72 ||
+    code === 0x74
+  );
+}
+
+enum Spelling {
+  None,
+  Exact,
+  OtherCase,
+}
+
+/**
+ * How the bytes from `start` to `end` spell `name`, a lower-case ASCII member name: exactly, in
+ * another case, or not. For these names "another case" is exactly `key.toLowerCase() === name`
+ * of the decoded key: the only characters that lower-case to one of their ASCII letters are the
+ * letter's own two cases (U+212A KELVIN SIGN becomes `k`, which none of them contains; U+0130
+ * becomes two characters), and a character outside ASCII is written with bytes over 0x7f.
+ * `Exact` alone also tells whether they hold any ASCII text.
+ */
+function spellingOf(bytes: Buffer, start: number, end: number, name: string): Spelling {
+  if (end - start !== name.length) return Spelling.None;
+  let exact = true;
+  for (let k = 0; k < name.length; k++) {
+    const code = bytes[start + k] as number;
+    const expected = name.charCodeAt(k);
+    if (code !== expected) {
+      // Setting bit 0x20 maps an ASCII capital to its small letter.
+      if ((code | 0x20) !== expected) return Spelling.None;
+      exact = false;
     }
   }
-  return false;
+  return exact ? Spelling.Exact : Spelling.OtherCase;
+}
+
+/** Names compared to the members; all lower-case ASCII letters. */
+const TOP_NAMES: ReadonlyArray<readonly [string, Member]> = [
+  ['jsonrpc', Member.Jsonrpc],
+  ['id', Member.Id],
+  ['method', Member.Method],
+  ['params', Member.Params],
+];
+const PARAMS_NAMES: ReadonlyArray<readonly [string, Member]> = [
+  ['name', Member.Name],
+  ['uri', Member.Uri],
+];
+
+/**
+ * One pass over a body: validates it as JSON (RFC 8259) without building it, and notes where
+ * the members the gateway reads are (top level: `jsonrpc`, `id`, `method`, `params`, `result`,
+ * `error`; in `params`: `name`, `uri`). JSON.parse keeps only the last of duplicated keys, so a
+ * peer that keeps the first one would see a different request than we authorised: every case
+ * spelling of `jsonrpc`, `id`, `method`, `params`, `params.name` and `params.uri` is counted,
+ * escapes decoded, so that such bodies can be refused. Iterative, so nesting depth is bounded
+ * only by the body size limit, as with JSON.parse.
+ */
+class BodyScan {
+  readonly jsonrpc = new Span();
+  readonly id = new Span();
+  readonly method = new Span();
+  readonly params = new Span();
+  readonly name = new Span();
+  readonly uri = new Span();
+  /** The spans by member; none for `Other`. */
+  private readonly spans: ReadonlyArray<Span | undefined> = [
+    undefined,
+    this.jsonrpc,
+    this.id,
+    this.method,
+    this.params,
+    this.name,
+    this.uri,
+  ];
+  hasResult = false;
+  hasError = false;
+  /** A name above was spelt more than once, in any case. */
+  ambiguous = false;
+  topIsObject = false;
+  /** Spellings seen per member (a plain array: a typed array costs more to make per body). */
+  private readonly spellings = [0, 0, 0, 0, 0, 0, 0];
+
+  constructor(private readonly bytes: Buffer) {}
+
+  /** Whether the body is one JSON value and nothing else. */
+  run(): boolean {
+    const b = this.bytes;
+    const n = b.length;
+    /** Per open container: 1 for an object, 0 for an array. */
+    const objects: number[] = [];
+    /** The top-level member being read, and whether its value is the `params` object. */
+    let topMember = Member.Other;
+    let inParams = false;
+    let span: Span | undefined;
+    let i = this.skipWhitespace(0);
+    this.topIsObject = b[i] === OPEN_BRACE;
+    for (;;) {
+      // A value starts at i. `span`, when set, records where it lies.
+      if (i >= n) return false;
+      const c = b[i] as number;
+      if (span) span.start = i;
+      if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        if (span) span.kind = c === OPEN_BRACE ? Kind.Object : Kind.Array;
+        i = this.skipWhitespace(i + 1);
+        const close = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET;
+        if (b[i] !== close) {
+          if (c === OPEN_BRACE) {
+            if (objects.length === 1 && topMember === Member.Params) inParams = true;
+            objects.push(1);
+            i = this.member(i, objects.length, inParams);
+            if (i < 0) return false;
+            if (objects.length === 1) topMember = this.lastMember;
+            span = this.spanOf(this.lastMember);
+          } else {
+            objects.push(0);
+            span = undefined;
+          }
+          continue;
+        }
+        i += 1;
+        if (span) span.end = i;
+      } else {
+        const end = c === QUOTE ? this.stringEnd(i) : this.scalarEnd(i);
+        if (end < 0) return false;
+        if (span) {
+          span.kind =
+            c === QUOTE ? Kind.String : isDigit(c) || c === MINUS ? Kind.Number : Kind.Literal;
+          span.end = end;
+          span.escaped = c === QUOTE && this.escaped;
+        }
+        i = end;
+      }
+      // After a value: close what it ends, or go on to the next member or item.
+      span = undefined;
+      for (;;) {
+        i = this.skipWhitespace(i);
+        const depth = objects.length;
+        if (depth === 0) return i === n;
+        const c2 = b[i];
+        const inObject = objects[depth - 1] === 1;
+        if (c2 === COMMA) {
+          i = this.skipWhitespace(i + 1);
+          if (inObject) {
+            i = this.member(i, depth, inParams);
+            if (i < 0) return false;
+            if (depth === 1) topMember = this.lastMember;
+            span = this.spanOf(this.lastMember);
+          }
+          break;
+        }
+        if (c2 !== (inObject ? CLOSE_BRACE : CLOSE_BRACKET)) return false;
+        objects.pop();
+        i += 1;
+        if (depth === 2) {
+          // A top-level member's container value ends here.
+          inParams = false;
+          const top = this.spanOf(topMember);
+          if (top) top.end = i;
+        }
+      }
+    }
+  }
+
+  /** Set by `stringEnd`: whether the string it last read has a backslash escape. */
+  private escaped = false;
+  /** Set by `member`: which member the name it last read is. */
+  private lastMember = Member.Other;
+
+  /**
+   * Reads a member name at i (in an object at `depth`) and the colon after it: the position of
+   * its value (-1 when the JSON is bad), and in `lastMember` which member it is.
+   */
+  private member(i: number, depth: number, inParams: boolean): number {
+    const b = this.bytes;
+    if (b[i] !== QUOTE) return -1;
+    const end = this.stringEnd(i);
+    if (end < 0) return -1;
+    this.lastMember = Member.Other;
+    if (depth === 1) this.lastMember = this.classify(i, end, TOP_NAMES, true);
+    else if (depth === 2 && inParams) this.lastMember = this.classify(i, end, PARAMS_NAMES, false);
+    const colon = this.skipWhitespace(end);
+    if (b[colon] !== COLON) return -1;
+    return this.skipWhitespace(colon + 1);
+  }
+
+  /**
+   * Which of `names` the key between `start` and `end` (its quotes included) is, counting every
+   * case spelling of them; at the top level also notes `result` and `error`, which only matter
+   * spelt exactly.
+   */
+  private classify(
+    start: number,
+    end: number,
+    names: ReadonlyArray<readonly [string, Member]>,
+    top: boolean,
+  ): Member {
+    // A key with an escape is decoded first (rare); any other is compared as it is.
+    let bytes = this.bytes;
+    let from = start + 1;
+    let to = end - 1;
+    if (this.escaped) {
+      bytes = Buffer.from(JSON.parse(this.text(start, end)) as string);
+      from = 0;
+      to = bytes.length;
+    }
+    let exact = Member.Other;
+    for (const [name, member] of names) {
+      const spelling = spellingOf(bytes, from, to, name);
+      if (spelling === Spelling.None) continue;
+      if (++(this.spellings[member] as number) > 1) this.ambiguous = true;
+      if (spelling === Spelling.Exact) exact = member;
+    }
+    if (top && exact === Member.Other) {
+      if (spellingOf(bytes, from, to, 'result') === Spelling.Exact) this.hasResult = true;
+      else if (spellingOf(bytes, from, to, 'error') === Spelling.Exact) this.hasError = true;
+    }
+    return exact;
+  }
+
+  /** Whether a string span holds exactly `value`, read without making a string of it. */
+  holds(span: Span, value: string): boolean {
+    if (span.escaped) return JSON.parse(this.text(span.start, span.end)) === value;
+    return spellingOf(this.bytes, span.start + 1, span.end - 1, value) === Spelling.Exact;
+  }
+
+  /** The value of a number span; a small whole number is read without making a string of it. */
+  numberAt(span: Span): number {
+    const b = this.bytes;
+    if (span.end - span.start <= 9) {
+      let value = 0;
+      let i = span.start;
+      for (; i < span.end && isDigit(b[i] as number); i++)
+        value = value * 10 + (b[i] as number) - ZERO;
+      if (i === span.end) return value;
+    }
+    // The JSON number grammar is a subset of Number's, with the same values.
+    return Number(this.text(span.start, span.end));
+  }
+
+  /** The body's text from `start` to `end`. */
+  text(start: number, end: number): string {
+    // UTF-8 is the default: without an encoding name, Buffer skips looking one up.
+    return this.bytes.toString(undefined, start, end);
+  }
+
+  private spanOf(member: Member): Span | undefined {
+    return this.spans[member];
+  }
+
+  private skipWhitespace(i: number): number {
+    const b = this.bytes;
+    while (i < b.length && isJsonWhitespace(b[i] as number)) i++;
+    return i;
+  }
+
+  /** The position after the string starting at i (a quote), or -1 when it is not valid JSON. */
+  private stringEnd(i: number): number {
+    const b = this.bytes;
+    const n = b.length;
+    this.escaped = false;
+    for (i += 1; i < n; i++) {
+      const c = b[i] as number;
+      if (c === QUOTE) return i + 1;
+      if (c < 0x20) return -1;
+      if (c === BACKSLASH) {
+        this.escaped = true;
+        const next = b[i + 1] as number;
+        if (next === 0x75) {
+          for (let k = 2; k < 6; k++) if (!isHexDigit(b[i + k] as number)) return -1;
+          i += 5;
+        } else if (isSimpleEscape(next)) {
+          i += 1;
+        } else {
+          return -1;
+        }
+      }
+    }
+    return -1;
+  }
+
+  /** The position after the number or literal starting at i, or -1 when it is not valid JSON. */
+  private scalarEnd(i: number): number {
+    const b = this.bytes;
+    const c = b[i] as number;
+    if (c === 0x74) return this.literalEnd(i, 'true');
+    if (c === 0x66) return this.literalEnd(i, 'false');
+    if (c === 0x6e) return this.literalEnd(i, 'null');
+    // RFC 8259 §6: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+    if (c === MINUS) i++;
+    if (b[i] === ZERO) i++;
+    else if (isDigit(b[i] as number)) while (isDigit(b[i] as number)) i++;
+    else return -1;
+    if (b[i] === DOT) {
+      i++;
+      if (!isDigit(b[i] as number)) return -1;
+      while (isDigit(b[i] as number)) i++;
+    }
+    if (((b[i] as number) | 0x20) === 0x65) {
+      i++;
+      if (b[i] === PLUS || b[i] === MINUS) i++;
+      if (!isDigit(b[i] as number)) return -1;
+      while (isDigit(b[i] as number)) i++;
+    }
+    return i;
+  }
+
+  private literalEnd(i: number, literal: string): number {
+    const b = this.bytes;
+    for (let k = 0; k < literal.length; k++) {
+      if (b[i + k] !== literal.charCodeAt(k)) return -1;
+    }
+    return i + literal.length;
+  }
+}
+
+/** The string value a span holds. */
+function stringAt(scan: BodyScan, span: Span): string {
+  return span.escaped
+    ? (JSON.parse(scan.text(span.start, span.end)) as string)
+    : scan.text(span.start + 1, span.end - 1);
+}
+
+/**
+ * A request or notification as parsed: its `params` object is built only when something reads
+ * it (the protocol version of an `initialize`), not for every call.
+ */
+class ParsedCall implements McpCall {
+  private parsed: Record<string, unknown> | undefined | null = null;
+
+  constructor(
+    readonly id: JsonRpcId,
+    readonly method: string,
+    readonly target: string,
+    private readonly scan: BodyScan,
+  ) {}
+
+  get params(): Record<string, unknown> | undefined {
+    if (this.parsed === null) {
+      const { params } = this.scan;
+      this.parsed =
+        params.kind === Kind.Absent
+          ? undefined
+          : (JSON.parse(this.scan.text(params.start, params.end)) as Record<string, unknown>);
+    }
+    return this.parsed;
+  }
 }
 
 /**
@@ -105,49 +440,40 @@ function ambiguous(keys: string[], names: readonly string[]): boolean {
  * batches), with unambiguous `method`, `params`, `params.name` and `params.uri` members.
  */
 export function parseMcpBody(body: Buffer | string): ParseResult {
-  const text = typeof body === 'string' ? body : body.toString('utf8');
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { ok: false, code: -32700, message: 'Parse error' };
+  const scan = new BodyScan(typeof body === 'string' ? Buffer.from(body) : body);
+  if (!scan.run()) return PARSE_ERROR;
+  if (!scan.topIsObject || scan.ambiguous) return INVALID;
+  const { jsonrpc, id: idSpan, method: methodSpan, params } = scan;
+  if (jsonrpc.kind !== Kind.String || !scan.holds(jsonrpc, '2.0')) return INVALID;
+  let id: JsonRpcId | undefined;
+  switch (idSpan.kind) {
+    case Kind.Absent:
+      id = undefined;
+      break;
+    case Kind.String:
+      id = stringAt(scan, idSpan);
+      break;
+    case Kind.Number:
+      id = scan.numberAt(idSpan);
+      break;
+    default:
+      if (scan.text(idSpan.start, idSpan.end) !== 'null') return INVALID;
+      id = null;
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return INVALID;
-  const message = value as Record<string, unknown>;
-  const keys = rawMemberKeys(text);
-  if (ambiguous(keys.top, TOP_MEMBERS)) return INVALID;
-  if (ambiguous(keys.params, PARAMS_MEMBERS)) return INVALID;
-  if (message.jsonrpc !== '2.0') return INVALID;
-  const { id } = message;
-  if (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number') {
-    return INVALID;
-  }
-  if (
-    message.method === undefined &&
-    id !== undefined &&
-    ('result' in message || 'error' in message)
-  ) {
+  if (methodSpan.kind === Kind.Absent && id !== undefined && (scan.hasResult || scan.hasError)) {
     // A client's reply to a server-initiated request (sampling, elicitation, roots).
     return { ok: true, call: { id, method: '', params: undefined, target: '' } };
   }
-  if (typeof message.method !== 'string') return INVALID;
-  const { params } = message;
-  if (
-    params !== undefined &&
-    (params === null || typeof params !== 'object' || Array.isArray(params))
-  ) {
-    return INVALID;
-  }
-  const p = params as Record<string, unknown> | undefined;
+  if (methodSpan.kind !== Kind.String) return INVALID;
+  if (params.kind !== Kind.Absent && params.kind !== Kind.Object) return INVALID;
+  const method = stringAt(scan, methodSpan);
   let target = '';
-  if (message.method === 'tools/call' || message.method === 'prompts/get') {
-    if (typeof p?.name !== 'string') return INVALID;
-    target = p.name;
-  } else if (message.method === 'resources/read') {
-    if (typeof p?.uri !== 'string') return INVALID;
-    target = p.uri;
+  if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
+    const span = method === 'resources/read' ? scan.uri : scan.name;
+    if (span.kind !== Kind.String) return INVALID;
+    target = stringAt(scan, span);
   }
-  return { ok: true, call: { id: id ?? null, method: message.method, params: p, target } };
+  return { ok: true, call: new ParsedCall(id ?? null, method, target, scan) };
 }
 
 /** Best-effort request id for error replies when the body is not a usable request. */

@@ -8,10 +8,6 @@ export interface BodyError {
 
 const BODY_TOO_LARGE: BodyError = { status: 413, message: 'Request body is too large' };
 export const UNSUPPORTED_MEDIA_TYPE: BodyError = { status: 415, message: 'Unsupported Media Type' };
-const LENGTH_MISMATCH: BodyError = {
-  status: 400,
-  message: 'Request body size did not match Content-Length',
-};
 
 /** RFC 9110 §5.6.2 token characters. */
 const TOKEN = /^[\w!#$%&'*+.^`|~-]+$/;
@@ -46,6 +42,7 @@ export function readBody(
   limit: number,
   done: (error: BodyError | undefined, body: Buffer | undefined) => void,
 ): void {
+  // NaN without a Content-Length (a chunked body).
   const declared = Number(request.headers['content-length']);
   if (declared > limit) {
     done(BODY_TOO_LARGE, undefined);
@@ -54,8 +51,13 @@ export function readBody(
   const chunks: Buffer[] = [];
   let received = 0;
   // Settled once: later events (the rest of a body refused as too large, an error after the
-  // end) find it so, which costs less than removing the three listeners.
+  // end) find it so, which costs less than removing the listeners.
   let settled = false;
+  // A copy: the body outlives the request's own buffers (it is forwarded upstream later).
+  const complete = () => {
+    settled = true;
+    done(undefined, Buffer.concat(chunks, received));
+  };
   request.on('data', (chunk: Buffer) => {
     if (settled) return;
     received += chunk.length;
@@ -66,14 +68,16 @@ export function readBody(
       return;
     }
     chunks.push(chunk);
+    // The HTTP parser ends a message only once its declared length has arrived (a connection
+    // closed sooner is an 'error'), so the last declared byte completes the body: no waiting
+    // for 'end', which comes a tick later.
+    if (received === declared) complete();
   });
-  request.on('end', () => {
-    if (settled) return;
-    settled = true;
-    if (!Number.isNaN(declared) && received !== declared) return done(LENGTH_MISMATCH, undefined);
-    // A copy: the body outlives the request's own buffers (it is forwarded upstream later).
-    done(undefined, Buffer.concat(chunks, received));
-  });
+  if (!(declared > 0)) {
+    request.on('end', () => {
+      if (!settled) complete();
+    });
+  }
   request.on('error', (error: Error) => {
     if (settled) return;
     settled = true;

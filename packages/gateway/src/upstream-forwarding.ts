@@ -44,6 +44,20 @@ function decoderFor(encoding: string) {
   }
 }
 
+const EVENT_STREAM = 'text/event-stream';
+
+/**
+ * Whether a Content-Type names an SSE stream, in any case (RFC 9110 §8.3.1). A lower-cased copy
+ * is made only of a value that starts with a `t` yet not with the lower-case spelling.
+ */
+function isEventStream(contentType: string): boolean {
+  if (contentType.startsWith(EVENT_STREAM)) return true;
+  return (
+    (contentType.charCodeAt(0) | 0x20) === 0x74 &&
+    contentType.slice(0, EVENT_STREAM.length).toLowerCase() === EVENT_STREAM
+  );
+}
+
 class ListTooLarge extends Error {}
 
 async function collect(source: AsyncIterable<Buffer>): Promise<Buffer> {
@@ -125,7 +139,7 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
   private settled = false;
 
   constructor(private readonly f: Forwarding) {
-    f.http.response.once('close', this.onClientClose);
+    f.http.response.on('close', this.onClientClose);
   }
 
   /** A client that goes away mid-request cancels the upstream request too. */
@@ -151,8 +165,7 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
     const contentType = headers['content-type'];
     // An SSE stream may stay silent for long; the client must see its headers and every event
     // now.
-    this.streaming =
-      typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
+    this.streaming = typeof contentType === 'string' && isEventStream(contentType);
     if (this.streaming) http.response.flushHeaders();
   }
 

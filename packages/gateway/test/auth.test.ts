@@ -105,6 +105,28 @@ describe('mcp-auth', () => {
     expect(response.headers.get('www-authenticate')).toBe(challenge401(fx.gateway.plainUrl));
   });
 
+  it('accepts every RFC 6750 spelling of a verified token and refuses anything else around it', async () => {
+    const token = await km.sign({});
+    const status = async (authorization: string) =>
+      (await postMcp(scimUrl, INITIALIZE, { authorization })).status;
+    // The first request verifies and caches the token; the others find it cached.
+    expect(await status(`Bearer ${token}`)).toBe(200);
+    expect(await status(`Bearer ${token}`)).toBe(200);
+    expect(await status(`bearer ${token}`)).toBe(200);
+    expect(await status(`BEARER   ${token}  `)).toBe(200);
+    for (const spelling of [
+      `Bearer ${token} x`,
+      `Bearer ${token}!`,
+      `Bearer ${token},`,
+      `Bearer x ${token}`,
+      `Bearer\t${token}`,
+      `Bearer${token}`,
+      `Basic ${token}`,
+    ]) {
+      expect(await status(spelling), spelling.slice(0, 12)).toBe(401);
+    }
+  });
+
   it('answers 401 for alg none and for HS256 signed with the public key', async () => {
     const now = Math.floor(Date.now() / 1000);
     const claims = { iss: ISSUER, aud: CLIENT_ID, sub: 'u', exp: now + 600, iat: now };

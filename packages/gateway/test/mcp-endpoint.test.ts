@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -98,5 +99,43 @@ describe('the /mcp endpoint served before Fastify', () => {
       message: 'Unsupported Media Type',
     });
     expect(upstream.hits).toBe(0);
+  });
+
+  it('forwards a body that arrives in pieces whole, with a Content-Length and chunked', async () => {
+    const authorization = `Bearer ${await km.sign({})}`;
+    const body = '{"jsonrpc":"2.0","id":7,"method":"ping"}';
+    const pieces = [body.slice(0, 17), body.slice(17)];
+    for (const framing of [{ 'content-length': String(body.length) }, {}]) {
+      const hits = upstream.hits;
+      const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(
+          `${fx.gateway.plainUrl}/scim/mcp`,
+          {
+            method: 'POST',
+            agent: false,
+            headers: {
+              authorization,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              ...framing,
+            },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => {
+              text += chunk.toString('utf8');
+            });
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          },
+        );
+        req.on('error', reject);
+        // The second piece leaves only once the first is on its way, in a packet of its own.
+        req.write(pieces[0], () => setImmediate(() => req.end(pieces[1])));
+      });
+      const label = JSON.stringify(framing);
+      expect(answer.status, label).toBe(200);
+      expect(answer.text, label).toContain('"id":7');
+      expect(upstream.hits, label).toBe(hits + 1);
+    }
   });
 });

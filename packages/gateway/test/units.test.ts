@@ -27,9 +27,14 @@ describe('parseMcpBody', () => {
       method: 'tools/call',
       params: { name: 'search_users', arguments: { name: 'x', method: 'y', Name: 'z' } },
     });
-    expect(parseMcpBody(body)).toEqual({
+    const parsed = parseMcpBody(body);
+    expect(parsed).toMatchObject({
       ok: true,
-      call: { id: 'a', method: 'tools/call', params: expect.any(Object), target: 'search_users' },
+      call: { id: 'a', method: 'tools/call', target: 'search_users' },
+    });
+    expect(parsed.ok && parsed.call.params).toEqual({
+      name: 'search_users',
+      arguments: { name: 'x', method: 'y', Name: 'z' },
     });
   });
 
@@ -42,6 +47,30 @@ describe('parseMcpBody', () => {
       ok: true,
       call: { id: null, method: 'notifications/initialized' },
     });
+  });
+
+  it('refuses exactly the member names that lower-case to a duplicated member name', () => {
+    const spellings = ['NAME', 'Name', 'nAmE', 'name', 'nam', 'names', 'n\u0061me'];
+    const lookAlikes = ['\uff4eame', '\u0144ame', 'n\u00e1me', 'na\u212ae', 'n@me', 'N`ME'];
+    for (const key of [...spellings, ...lookAlikes]) {
+      const decoded = JSON.parse(`"${key}"`) as string;
+      const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","${key}":"b"}}`;
+      const duplicated = decoded.toLowerCase() === 'name';
+      expect(parseMcpBody(body).ok, key).toBe(!duplicated);
+    }
+    for (const key of ['ID', 'Id', '\u0130d', '\u0131d', 'i\u0307d']) {
+      const body = `{"jsonrpc":"2.0","id":1,"${key}":2,"method":"ping"}`;
+      const duplicated = (JSON.parse(`"${key}"`) as string).toLowerCase() === 'id';
+      expect(parseMcpBody(body).ok, key).toBe(!duplicated);
+    }
+  });
+
+  it('accepts nesting as deep as JSON.parse does, within the body size limit', () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","x":${deep}}}`;
+    expect(JSON.parse(body)).toBeTruthy();
+    expect(parseMcpBody(body)).toMatchObject({ ok: true, call: { target: 'a' } });
+    expect(parseMcpBody(`${body.slice(0, -3)}}}`)).toMatchObject({ ok: false, code: -32700 });
   });
 
   it('rejects wrong shapes', () => {

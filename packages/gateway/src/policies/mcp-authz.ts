@@ -92,7 +92,11 @@ const CAPABILITIES: readonly Capability[] = ['tools', 'resources', 'prompts'];
 function capabilityOf(method: string): Capability | undefined {
   const slash = method.indexOf('/');
   if (slash < 0 || method.includes('/', slash + 1)) return undefined;
-  return CAPABILITIES.find((c) => c.length === slash && method.startsWith(c));
+  // A loop rather than `find`, which would take a new closure on every call.
+  for (const capability of CAPABILITIES) {
+    if (capability.length === slash && method.startsWith(capability)) return capability;
+  }
+  return undefined;
 }
 
 function claimMatches(payload: JWTPayload, matcher: ClaimMatcher): boolean {

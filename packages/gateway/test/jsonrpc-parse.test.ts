@@ -1,0 +1,163 @@
+import { seededRandom } from '@mcp-identity/common/testing';
+import { parseMcpBody } from '@mcp-identity/gateway';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * What parseMcpBody must answer, written the plain way: JSON.parse, then the member names of
+ * the top level and of `params` as the text spells them, to refuse duplicates JSON.parse would
+ * hide. The gateway's one-pass parser is checked against it on mutated bodies.
+ */
+function reference(text: string) {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { code: -32700 };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { code: -32600 };
+  const keys = memberNames(text);
+  const twice = (names: string[], name: string) =>
+    names.filter((key) => key.toLowerCase() === name).length > 1;
+  if (['method', 'params', 'jsonrpc', 'id'].some((name) => twice(keys.top, name))) {
+    return { code: -32600 };
+  }
+  if (['name', 'uri'].some((name) => twice(keys.params, name))) return { code: -32600 };
+  const message = value as Record<string, unknown>;
+  const { id, method, params } = message;
+  if (message.jsonrpc !== '2.0') return { code: -32600 };
+  if (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'number') {
+    return { code: -32600 };
+  }
+  if (method === undefined && id !== undefined && ('result' in message || 'error' in message)) {
+    return { call: { id, method: '', params: undefined, target: '' } };
+  }
+  if (typeof method !== 'string') return { code: -32600 };
+  if (
+    params !== undefined &&
+    (params === null || typeof params !== 'object' || Array.isArray(params))
+  ) {
+    return { code: -32600 };
+  }
+  const p = params as Record<string, unknown> | undefined;
+  let target: unknown = '';
+  if (method === 'tools/call' || method === 'prompts/get') target = p?.name;
+  if (method === 'resources/read') target = p?.uri;
+  if (typeof target !== 'string') return { code: -32600 };
+  return { call: { id: id ?? null, method, params: p, target } };
+}
+
+/** Member names of the top-level object and of its `params` object, decoded, in text order. */
+function memberNames(text: string): { top: string[]; params: string[] } {
+  const top: string[] = [];
+  const params: string[] = [];
+  const containers: string[] = [];
+  let topKey = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      const after = text.slice(end + 1).trimStart();
+      if (after.startsWith(':') && containers.at(-1) === '{') {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (containers.length === 1) {
+          topKey = key;
+          top.push(key);
+        } else if (containers.length === 2 && topKey === 'params') {
+          params.push(key);
+        }
+      }
+      i = end;
+    } else if (c === '{' || c === '[') {
+      containers.push(c);
+    } else if (c === '}' || c === ']') {
+      containers.pop();
+    }
+  }
+  return { top, params };
+}
+
+const BODIES = [
+  '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_users","arguments":{"filter":"userName sw a","count":5}}}',
+  '{"jsonrpc":"2.0","id":"a-1","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+  '{"jsonrpc":"2.0","id":-1.5e3,"result":{"content":[{"type":"text","text":"x"}]}}',
+  '{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no"}}',
+  '{ "jsonrpc" : "2.0" , "id" : 0 , "method" : "resources/read" , "params" : { "uri" : "file:///a\\"b" } }',
+  '{"jsonrpc":"2\\u002e0","id":true,"m\\u0065thod":"prompts/get","params":{"n\\u0061me":"p","NAME":"q"}}',
+  '{"jsonrpc":"2.0","id":7,"method":"tools/list","params":[{"name":1,"name":2}],"Method":"x"}',
+  '[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+];
+
+/** Pieces a mutation inserts: JSON punctuation, escapes, member names in other cases, bytes. */
+const PIECES = [
+  '{',
+  '}',
+  '[',
+  ']',
+  ':',
+  ',',
+  '"',
+  '\\',
+  '\\u00',
+  '\\n',
+  '0',
+  '-',
+  '.',
+  'e',
+  '+',
+  '1',
+  '01',
+  'true',
+  'false',
+  'null',
+  'nul',
+  ' ',
+  '\t',
+  '\n',
+  '\u0001',
+  '\u007f',
+  'é',
+  '💥',
+  '\ufeff',
+  '"name":"x",',
+  '"Name":1,',
+  '"method":"tools/call",',
+  '"ID":2,',
+  '"params":{},',
+  '"params":{"uri":"u"},',
+  '"result":1,',
+  '"error":{},',
+  '"jsonrpc":"2.0",',
+];
+
+describe('parseMcpBody against JSON.parse and the member names as written', () => {
+  it('answers every mutated body as the reference does', () => {
+    const next = seededRandom(15);
+    const int = (n: number) => Math.floor(next() * n);
+    const failures: string[] = [];
+    for (let round = 0; round < 20_000; round++) {
+      let text = BODIES[int(BODIES.length)] as string;
+      for (let edits = int(4); edits >= 0; edits--) {
+        const at = int(text.length + 1);
+        const cut = int(3) === 0 ? int(4) : 0;
+        const piece = int(3) === 0 ? '' : (PIECES[int(PIECES.length)] as string);
+        text = text.slice(0, at) + piece + text.slice(at + cut);
+      }
+      // As received: a cut through a surrogate pair arrives as U+FFFD.
+      const body = Buffer.from(text);
+      const expected = reference(body.toString('utf8'));
+      const actual = parseMcpBody(body);
+      const same =
+        'code' in expected
+          ? !actual.ok && actual.code === expected.code
+          : actual.ok &&
+            Object.is(actual.call.id, expected.call.id) &&
+            actual.call.method === expected.call.method &&
+            actual.call.target === expected.call.target &&
+            JSON.stringify(actual.call.params) === JSON.stringify(expected.call.params);
+      if (!same) failures.push(text);
+    }
+    expect(failures.slice(0, 5)).toEqual([]);
+  });
+});
