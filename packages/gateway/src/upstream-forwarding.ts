@@ -307,8 +307,7 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
       // Only a list being read for filtering fails before its headers went out.
       exchange.decision = 'upstream_error';
       exchange.reason = error instanceof ListTooLarge ? error.message : 'unreadable list result';
-      http.writeHead(502, ['content-type', 'application/json']);
-      raw.end(JSON.stringify(jsonRpcError(f.id, -32000, 'Upstream list could not be filtered')));
+      http.sendJson(502, jsonRpcError(f.id, -32000, 'Upstream list could not be filtered'));
     }
   }
   raw.off('close', onClientGone);
