@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AppState } from '@mcp-identity/common';
+import { announcesBody } from './body-budget.js';
 import type { HeaderList } from './forwarding-headers.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -48,11 +49,9 @@ export class McpHttp {
   /** Whether the client is still sending a body the gateway has not read (and will not). */
   get hasUnreadBody(): boolean {
     const { headers } = this.request;
-    return (
-      this.body === undefined &&
-      (headers['transfer-encoding'] !== undefined ||
-        (headers['content-length'] !== undefined && headers['content-length'] !== '0'))
-    );
+    // Node refuses a request with both a Content-Length and a Transfer-Encoding (RFC 9112
+    // §6.3), so one with a Content-Length of 0 has no body.
+    return this.body === undefined && announcesBody(headers) && headers['content-length'] !== '0';
   }
 
   /**
