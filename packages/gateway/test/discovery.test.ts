@@ -2,7 +2,13 @@ import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
 import { CLIENT_ID, ISSUER, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
-import { connectClient, json, postMcp, rawRequest } from './fixtures/mcp-client.js';
+import {
+  connectClient,
+  json,
+  MCP_POST_HEADERS,
+  postMcp,
+  rawRequest,
+} from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-discovery-');
@@ -16,12 +22,7 @@ const initialize = (protocolVersion = '2025-06-18') => ({
 
 /** A plain HTTP request with headers fetch() will not send (Host). */
 function rawPost(url: string, headers: Record<string, string>, body: unknown) {
-  const mcpHeaders = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    ...headers,
-  };
-  return rawRequest(url, 'POST', mcpHeaders, JSON.stringify(body));
+  return rawRequest(url, 'POST', { ...MCP_POST_HEADERS, ...headers }, JSON.stringify(body));
 }
 
 describe('what standard MCP clients need from a proxy', () => {

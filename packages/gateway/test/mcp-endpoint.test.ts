@@ -8,7 +8,7 @@ import {
   startTestGateway,
 } from './fixtures/gateway.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
-import { rawRequest } from './fixtures/mcp-client.js';
+import { MCP_POST_HEADERS, rawRequest } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-endpoint-');
@@ -113,12 +113,7 @@ describe('the /mcp endpoint served before Fastify', () => {
           {
             method: 'POST',
             agent: false,
-            headers: {
-              authorization,
-              'content-type': 'application/json',
-              accept: 'application/json, text/event-stream',
-              ...framing,
-            },
+            headers: { ...MCP_POST_HEADERS, authorization, ...framing },
           },
           (res) => {
             let text = '';
