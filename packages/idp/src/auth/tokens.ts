@@ -84,13 +84,11 @@ export class TokenService {
   async issue(input: TokenRequest): Promise<IssuedToken> {
     const { kid, key } = this.keys.signingKey();
     // Only client-credentials tokens (the client is the subject) are signed ahead.
-    if (input.subject !== input.clientId) {
-      return this.sign(input, kid, key, this.options.alone?.() ?? false);
-    }
+    const signedAhead = input.subject === input.clientId;
     const issued =
-      this.ahead.take(input, kid) ??
+      (signedAhead ? this.ahead.take(input, kid) : undefined) ??
       (await this.sign(input, kid, key, this.options.alone?.() ?? false));
-    this.ahead.prepare(input, kid, key);
+    if (signedAhead) this.ahead.prepare(input, kid, key);
     return issued;
   }
 
