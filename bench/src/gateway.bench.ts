@@ -174,14 +174,9 @@ function proxyDefinition(name: string, context: string, upstreamUrl: string, pol
   };
 }
 
-/** Warms the path up (JIT, keep-alive pools, caches), then measures it. */
-async function measure(
-  client: LoadClient,
-  target: Target,
-  connections: number,
-  warmUp: boolean,
-): Promise<Measured> {
-  const spec = {
+/** Tool calls on `target` over `connections` connections, all but the duration. */
+function toolCallLoad(target: Target, connections: number) {
+  return {
     url: target.url,
     connections,
     method: 'POST' as const,
@@ -189,6 +184,16 @@ async function measure(
     body: TOOL_CALL_BODY,
     threads: THREADS,
   };
+}
+
+/** Warms the path up (JIT, keep-alive pools, caches), then measures it. */
+async function measure(
+  client: LoadClient,
+  target: Target,
+  connections: number,
+  warmUp: boolean,
+): Promise<Measured> {
+  const spec = toolCallLoad(target, connections);
   if (warmUp && WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
   const cpuBefore = treeCpuSplitMs(target.pid);
   const rss = samplePeakRss(target.pid);
@@ -572,13 +577,8 @@ async function lightLoadLatency(targets: Target[], baseline: string): Promise<st
     ROUNDS,
     (target) =>
       runLoad('wrk', {
-        url: target.url,
-        connections: LIGHT_CONNECTIONS,
+        ...toolCallLoad(target, LIGHT_CONNECTIONS),
         seconds: SECONDS,
-        method: 'POST',
-        headers: { ...MCP_HEADERS, ...target.headers },
-        body: TOOL_CALL_BODY,
-        threads: THREADS,
         pauseMs: LIGHT_PAUSE_MS,
       }),
     (r) => r.p50Ms,

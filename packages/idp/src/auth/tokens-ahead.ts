@@ -30,19 +30,31 @@ export class TokensAhead {
     private readonly isCurrent: (issued: IssuedToken) => boolean,
   ) {}
 
-  /** The token signed ahead for `input` with key `kid`, if one is ready and current. */
-  take(input: TokenRequest, kid: string): IssuedToken | undefined {
-    const key = requestKey(input);
-    const ahead = this.ahead.get(key);
+  /**
+   * The token for `input` with key `kid`: the one signed ahead if it is ready and current, else
+   * one `signNow` signs; then the next one starts signing, unless one is ready or under way.
+   */
+  async issue(
+    input: TokenRequest,
+    kid: string,
+    key: KeyObject,
+    signNow: () => Promise<IssuedToken>,
+  ): Promise<IssuedToken> {
+    const id = requestKey(input);
+    const issued = this.take(id, kid) ?? (await signNow());
+    this.prepare(id, input, kid, key);
+    return issued;
+  }
+
+  private take(id: string, kid: string): IssuedToken | undefined {
+    const ahead = this.ahead.get(id);
     // Still being signed: it will serve the request after this one.
     if (!ahead?.issued) return undefined;
-    this.ahead.delete(key);
+    this.ahead.delete(id);
     return ahead.kid === kid && this.isCurrent(ahead.issued) ? ahead.issued : undefined;
   }
 
-  /** Starts signing the next token for `input`, unless one is ready or under way. */
-  prepare(input: TokenRequest, kid: string, key: KeyObject): void {
-    const id = requestKey(input);
+  private prepare(id: string, input: TokenRequest, kid: string, key: KeyObject): void {
     if (this.ahead.has(id)) return;
     if (this.ahead.size >= MAX_REQUESTS_AHEAD) this.dropStale();
     if (this.ahead.size >= MAX_REQUESTS_AHEAD) return;

@@ -83,15 +83,11 @@ export class TokenService {
 
   async issue(input: TokenRequest): Promise<IssuedToken> {
     const { kid, key } = this.keys.signingKey();
+    const signNow = () => this.sign(input, kid, key, this.options.alone?.() ?? false);
     // Only client-credentials tokens (the client is the subject) are signed ahead.
-    if (input.subject !== input.clientId) {
-      return this.sign(input, kid, key, this.options.alone?.() ?? false);
-    }
-    const issued =
-      this.ahead.take(input, kid) ??
-      (await this.sign(input, kid, key, this.options.alone?.() ?? false));
-    this.ahead.prepare(input, kid, key);
-    return issued;
+    return input.subject === input.clientId
+      ? this.ahead.issue(input, kid, key, signNow)
+      : signNow();
   }
 
   /** The claims of a token for `input` issued now, with a fresh `jti`. */
