@@ -23,13 +23,15 @@ export function constantTimeEqual(a: string, b: string): boolean {
 
 /**
  * `constantTimeEqual` against one fixed secret (a configured credential checked on every
- * request), with the secret's digest worked out once.
+ * request), with the secret's digest worked out once. The matcher keeps the digest and the
+ * length, not the secret itself.
  */
 export function secretMatcher(expected: string): (candidate: string) => boolean {
   const digest = createHash('sha256').update(expected, 'utf8').digest();
+  const { length } = expected;
   return (candidate) =>
     timingSafeEqual(createHash('sha256').update(candidate, 'utf8').digest(), digest) &&
-    candidate.length === expected.length;
+    candidate.length === length;
 }
 
 /** SHA-256 of a high-entropy secret (refresh tokens, codes): fast lookups, nothing reversible stored. */

@@ -1,5 +1,11 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { hashSecret, randomToken, redirectUriProblem, verifySecret } from '@mcp-identity/common';
+import { randomBytes } from 'node:crypto';
+import {
+  hashSecret,
+  randomToken,
+  redirectUriProblem,
+  secretMatcher,
+  verifySecret,
+} from '@mcp-identity/common';
 import { type Db, statement } from './db.js';
 import { ReadCache } from './read-cache.js';
 
@@ -93,11 +99,14 @@ type StoredApplication = { app: Application; secretHash: string | null };
 /** OAuth client applications; secrets are stored as scrypt hashes and shown once. */
 export class AppStore {
   /**
-   * Secrets already verified with scrypt, as SHA-256 digests keyed by client id and the stored
-   * hash: tools request a token per call, and a rotation (even by another process) changes the
-   * stored hash, which invalidates the entry.
+   * Secrets already verified with scrypt, as matchers (SHA-256 digests) keyed by client id and
+   * the stored hash: tools request a token per call, and a rotation (even by another process)
+   * changes the stored hash, which invalidates the entry.
    */
-  private readonly verified = new Map<string, { storedHash: string; digest: Buffer }>();
+  private readonly verified = new Map<
+    string,
+    { storedHash: string; matches: (secret: string) => boolean }
+  >();
   /** Applications by client id, read again after any write to the database. */
   private readonly rows: ReadCache<string, StoredApplication | undefined>;
 
@@ -211,14 +220,10 @@ export class AppStore {
     const stored = this.stored(clientId);
     if (!stored?.secretHash) return undefined;
     const { app, secretHash } = stored;
-    // Digests have one length whatever the secret's, so they compare in constant time as they are.
-    const digest = createHash('sha256').update(secret, 'utf8').digest();
     const cached = this.verified.get(clientId);
-    if (cached?.storedHash === secretHash && timingSafeEqual(cached.digest, digest)) {
-      return app;
-    }
+    if (cached?.storedHash === secretHash && cached.matches(secret)) return app;
     if (!(await verifySecret(secret, secretHash))) return undefined;
-    this.verified.set(clientId, { storedHash: secretHash, digest });
+    this.verified.set(clientId, { storedHash: secretHash, matches: secretMatcher(secret) });
     return app;
   }
 }
