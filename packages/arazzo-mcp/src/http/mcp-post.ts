@@ -57,10 +57,7 @@ export async function serveMcpPost(
   } catch (error) {
     log.error({ err: error }, 'MCP request failed');
     if (!response.headersSent) {
-      response.writeHead(500, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify(jsonRpcError(null, JSON_RPC.internalError, 'Internal server error')),
-      );
+      sendJsonRpcError(response, 500, JSON_RPC.internalError, 'Internal server error', app);
     }
   }
 }
