@@ -196,20 +196,15 @@ function tokenUrlOf(required: RequiredScheme, flow: Json, baseUrl: string): stri
   return url;
 }
 
-let lastBasic = { clientId: '', clientSecret: '', header: '' };
-
 /**
  * HTTP Basic (client_secret_basic), the client authentication every authorization server must
  * accept (RFC 6749 §2.3.1), with each part form-encoded first as that section requires, so a
- * ':' in the id cannot shift the split. The last one is kept: a runner uses one client.
+ * ':' in the id cannot shift the split. Built per token request, which a network round trip
+ * dwarfs, so that no secret is kept in module state.
  */
 function basicAuthorization(clientId: string, clientSecret: string): string {
-  if (lastBasic.clientId !== clientId || lastBasic.clientSecret !== clientSecret) {
-    const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`;
-    const header = `Basic ${Buffer.from(pair).toString('base64')}`;
-    lastBasic = { clientId, clientSecret, header };
-  }
-  return lastBasic.header;
+  const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`;
+  return `Basic ${Buffer.from(pair).toString('base64')}`;
 }
 
 /** Per-run credential resolution; tokens are fetched once per (credentials, scopes) per run. */
