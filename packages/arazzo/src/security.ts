@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describeUrl, type HttpClient } from './http.js';
+import { boundedMemo } from './memo.js';
 import type { OpenApiSource, Operation } from './openapi.js';
 
 type Json = Record<string, unknown>;
@@ -111,18 +112,7 @@ export class TokenCache {
 
 // The secrets come from the environment, so there are few; the digest keys tokens (never the
 // secret itself) and is worked out once per secret rather than once per token request.
-const secretDigests = new Map<string, string>();
-const MAX_SECRET_DIGESTS = 64;
-
-function secretDigest(secret: string): string {
-  let digest = secretDigests.get(secret);
-  if (digest === undefined) {
-    if (secretDigests.size >= MAX_SECRET_DIGESTS) secretDigests.clear();
-    digest = createHash('sha256').update(secret).digest('hex');
-    secretDigests.set(secret, digest);
-  }
-  return digest;
-}
+const secretDigest = boundedMemo(64, (secret) => createHash('sha256').update(secret).digest('hex'));
 
 function idpAnswer(status: number, text: string): string {
   try {
