@@ -240,18 +240,20 @@ function writeRefusal(response: ServerResponse, refusal: Refusal, app?: AppState
   writeJson(response, refusal.status, jsonRpcError(null, refusal.code, refusal.message), app);
 }
 
-function writeJson(
+/** A JSON answer written in one piece; once `app.closing`, it asks the client to close. */
+export function writeJson(
   response: ServerResponse,
   status: number,
   body: unknown,
   app: AppState | undefined,
+  contentType = 'application/json',
 ): void {
   // One write: headers and body leave in a single packet.
   const text = JSON.stringify(body);
   // Node answers `connection: close` and closes the connection after this answer.
   if (app?.closing) response.shouldKeepAlive = false;
   response.writeHead(status, {
-    'content-type': 'application/json',
+    'content-type': contentType,
     'content-length': Buffer.byteLength(text),
   });
   response.end(text);
