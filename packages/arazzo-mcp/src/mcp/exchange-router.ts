@@ -38,9 +38,11 @@ export type ToolCaller = (
  * object): every client's shape, which the SDK's schema accepts as it stands. Anything else
  * (`_meta`, a task, a malformed member) is left to the SDK server.
  */
-function isPlainToolCall(
-  request: JSONRPCRequest,
-): request is JSONRPCRequest & { params: { name: string; arguments?: Record<string, unknown> } } {
+type PlainToolCall = JSONRPCRequest & {
+  params: { name: string; arguments?: Record<string, unknown> };
+};
+
+function isPlainToolCall(request: JSONRPCRequest): request is PlainToolCall {
   if (request.method !== 'tools/call') return false;
   const { params } = request;
   if (typeof params !== 'object' || params === null || typeof params.name !== 'string') {
@@ -194,7 +196,7 @@ export class McpExchangeRouter implements Transport {
   private async answerToolCall(
     callTool: ToolCaller,
     exchange: JsonExchange,
-    request: JSONRPCRequest & { params: { name: string; arguments?: Record<string, unknown> } },
+    request: PlainToolCall,
   ): Promise<void> {
     const { id, params } = request;
     try {
