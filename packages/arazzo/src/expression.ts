@@ -3,6 +3,7 @@
  * parsing into a small AST, evaluation against a scope, and `{$expr}` embedding in strings.
  */
 import { getByPointer, JsonPointerError, parsePointer } from './json-pointer.js';
+import { boundedMemo } from './memo.js';
 
 export class ExpressionSyntaxError extends Error {}
 
@@ -141,19 +142,13 @@ function parseSource(
   );
 }
 
-const parsed = new Map<string, RuntimeExpression>();
 const PARSE_CACHE_LIMIT = 10_000;
 
 /** Parses (memoised: expressions come from loaded documents and are parsed on every run). */
-export function parseExpression(source: string): RuntimeExpression {
-  let expr = parsed.get(source);
-  if (!expr) {
-    expr = parseUncached(source);
-    if (parsed.size >= PARSE_CACHE_LIMIT) parsed.clear();
-    parsed.set(source, expr);
-  }
-  return expr;
-}
+export const parseExpression: (source: string) => RuntimeExpression = boundedMemo(
+  PARSE_CACHE_LIMIT,
+  parseUncached,
+);
 
 function parseUncached(source: string): RuntimeExpression {
   if (source === '$url') return { source, kind: 'url' };
@@ -309,7 +304,6 @@ export function renderTemplate(parts: TemplatePart[], scope: ExpressionScope): s
 export type CompiledValue = (scope: ExpressionScope) => unknown;
 
 const compiledObjects = new WeakMap<object, CompiledValue>();
-const compiledStrings = new Map<string, CompiledValue>();
 
 /**
  * An Arazzo value as a function of the scope, worked out once per value of a loaded document
@@ -336,23 +330,17 @@ export function compileValue(value: unknown): CompiledValue {
   return compiled;
 }
 
-function compileString(value: string): CompiledValue {
-  let compiled = compiledStrings.get(value);
-  if (compiled === undefined) {
-    if (looksLikeExpression(value)) {
-      const expression = parseExpression(value);
-      compiled = (scope) => evaluateExpression(expression, scope);
-    } else if (value.includes('{$')) {
-      const parts = parseTemplate(value);
-      compiled = (scope) => renderTemplate(parts, scope);
-    } else {
-      compiled = () => value;
-    }
-    if (compiledStrings.size >= PARSE_CACHE_LIMIT) compiledStrings.clear();
-    compiledStrings.set(value, compiled);
+const compileString = boundedMemo(PARSE_CACHE_LIMIT, (value): CompiledValue => {
+  if (looksLikeExpression(value)) {
+    const expression = parseExpression(value);
+    return (scope) => evaluateExpression(expression, scope);
   }
-  return compiled;
-}
+  if (value.includes('{$')) {
+    const parts = parseTemplate(value);
+    return (scope) => renderTemplate(parts, scope);
+  }
+  return () => value;
+});
 
 /** Evaluates an Arazzo value (see compileValue). */
 export function evaluateValue(value: unknown, scope: ExpressionScope): unknown {

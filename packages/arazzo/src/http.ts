@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
+import { boundedMemo } from './memo.js';
 
 export interface HttpSettings {
   tlsVerify: boolean;
@@ -79,8 +80,12 @@ interface Target {
   path: string;
 }
 
-const targets = new Map<string, Target>();
-const TARGETS_LIMIT = 1000;
+function parseTarget(url: string): Target {
+  const parsed = new URL(url);
+  return { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+}
+
+const queryFreeTarget = boundedMemo(1000, parseTarget);
 
 /**
  * The origin and path of a URL (throws for an invalid one). Those without a query are
@@ -88,15 +93,7 @@ const TARGETS_LIMIT = 1000;
  * while a query varies with every call and may carry a credential.
  */
 function targetOf(url: string): Target {
-  let target = targets.get(url);
-  if (target === undefined) {
-    const parsed = new URL(url);
-    target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
-    if (url.includes('?')) return target;
-    if (targets.size >= TARGETS_LIMIT) targets.clear();
-    targets.set(url, target);
-  }
-  return target;
+  return url.includes('?') ? parseTarget(url) : queryFreeTarget(url);
 }
 
 export class HttpClient {

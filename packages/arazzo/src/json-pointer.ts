@@ -1,5 +1,7 @@
 /** RFC 6901 JSON Pointer helpers. */
 
+import { boundedMemo } from './memo.js';
+
 export class JsonPointerError extends Error {}
 
 export function parsePointer(pointer: string): string[] {
@@ -33,19 +35,8 @@ function child(value: unknown, token: string): unknown {
   return undefined;
 }
 
-const parsedPointers = new Map<string, readonly string[]>();
-const PARSED_POINTERS_LIMIT = 10_000;
-
 /** parsePointer, memoised: the pointers read on every run come from loaded documents. */
-function pointerTokens(pointer: string): readonly string[] {
-  let tokens = parsedPointers.get(pointer);
-  if (tokens === undefined) {
-    tokens = parsePointer(pointer);
-    if (parsedPointers.size >= PARSED_POINTERS_LIMIT) parsedPointers.clear();
-    parsedPointers.set(pointer, tokens);
-  }
-  return tokens;
-}
+const pointerTokens: (pointer: string) => readonly string[] = boundedMemo(10_000, parsePointer);
 
 /** The value at `pointer`, or undefined when any token does not exist. */
 export function getByPointer(root: unknown, pointer: string | readonly string[]): unknown {

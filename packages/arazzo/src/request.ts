@@ -10,6 +10,7 @@ import {
   renderTemplate,
 } from './expression.js';
 import { setByPointer } from './json-pointer.js';
+import { PerStep } from './memo.js';
 import { type ArazzoModel, resolveParameters } from './model.js';
 import type { Operation } from './openapi.js';
 import type { AppliedCredentials } from './security.js';
@@ -154,35 +155,25 @@ interface RequestPlan {
   contentType: string | undefined;
 }
 
-const plans = new WeakMap<WorkflowObject, WeakMap<StepObject, RequestPlan>>();
+const plans = new PerStep<RequestPlan>();
 
-function requestPlan(
+function planRequest(
   model: ArazzoModel,
   workflow: WorkflowObject,
   step: StepObject,
   operation: Operation,
 ): RequestPlan {
-  let steps = plans.get(workflow);
-  if (steps === undefined) {
-    steps = new WeakMap();
-    plans.set(workflow, steps);
-  }
-  let plan = steps.get(step);
-  if (plan === undefined) {
-    const body = step.requestBody;
-    const hasPayload = body && (body.payload !== undefined || body.replacements?.length);
-    plan = {
-      parameters: stepParameters(model, workflow, step).map((parameter) => ({
-        in: parameter.in,
-        name: parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name,
-        value: compileValue(parameter.value),
-      })),
-      payload: hasPayload ? compilePayload(body.payload) : undefined,
-      contentType: hasPayload ? (body.contentType ?? operationContentType(operation)) : undefined,
-    };
-    steps.set(step, plan);
-  }
-  return plan;
+  const body = step.requestBody;
+  const hasPayload = body && (body.payload !== undefined || body.replacements?.length);
+  return {
+    parameters: stepParameters(model, workflow, step).map((parameter) => ({
+      in: parameter.in,
+      name: parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name,
+      value: compileValue(parameter.value),
+    })),
+    payload: hasPayload ? compilePayload(body.payload) : undefined,
+    contentType: hasPayload ? (body.contentType ?? operationContentType(operation)) : undefined,
+  };
 }
 
 export async function buildRequest(
@@ -194,7 +185,9 @@ export async function buildRequest(
   credentials: AppliedCredentials,
   baseUrl: string,
 ): Promise<BuiltRequest> {
-  const plan = requestPlan(model, workflow, step, operation);
+  const plan =
+    plans.get(workflow, step) ??
+    plans.set(workflow, step, planRequest(model, workflow, step, operation));
   const exchange: ExchangeRequest = { headers: {}, query: {}, path: {}, body: undefined };
   const headers: Record<string, string> = { ...credentials.headers };
   const search = new URLSearchParams();

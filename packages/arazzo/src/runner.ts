@@ -16,6 +16,7 @@ import {
   tlsVerifyFromEnv,
 } from './http.js';
 import { inputsSchema } from './loader.js';
+import { PerStep } from './memo.js';
 import {
   type ArazzoModel,
   effectiveActions,
@@ -145,7 +146,7 @@ export class WorkflowRunner implements Runner {
   private readonly sources: ExpressionScope['sourceDescriptions'];
   private readonly warned = new Set<string>();
   private readonly defaults = new WeakMap<WorkflowObject, [string, unknown][]>();
-  private readonly stepActions = new WeakMap<WorkflowObject, WeakMap<StepObject, StepActions>>();
+  private readonly stepActions = new PerStep<StepActions>();
 
   constructor(
     private readonly model: ArazzoModel,
@@ -216,16 +217,8 @@ export class WorkflowRunner implements Runner {
     step: StepObject,
     success: boolean,
   ): readonly ActionObject[] {
-    let steps = this.stepActions.get(workflow);
-    if (steps === undefined) {
-      steps = new WeakMap();
-      this.stepActions.set(workflow, steps);
-    }
-    let actions = steps.get(step);
-    if (actions === undefined) {
-      actions = {};
-      steps.set(step, actions);
-    }
+    const actions =
+      this.stepActions.get(workflow, step) ?? this.stepActions.set(workflow, step, {});
     const kind = success ? 'successActions' : 'failureActions';
     actions[kind] ??= effectiveActions(
       this.model,

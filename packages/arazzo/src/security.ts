@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describeUrl, type HttpClient } from './http.js';
+import { boundedMemo } from './memo.js';
 import type { OpenApiSource, Operation } from './openapi.js';
 
 type Json = Record<string, unknown>;
@@ -111,18 +112,7 @@ export class TokenCache {
 
 // The secrets come from the environment, so there are few; the digest keys tokens (never the
 // secret itself) and is worked out once per secret rather than once per token request.
-const secretDigests = new Map<string, string>();
-const MAX_SECRET_DIGESTS = 64;
-
-function secretDigest(secret: string): string {
-  let digest = secretDigests.get(secret);
-  if (digest === undefined) {
-    if (secretDigests.size >= MAX_SECRET_DIGESTS) secretDigests.clear();
-    digest = createHash('sha256').update(secret).digest('hex');
-    secretDigests.set(secret, digest);
-  }
-  return digest;
-}
+const secretDigest = boundedMemo(64, (secret) => createHash('sha256').update(secret).digest('hex'));
 
 function idpAnswer(status: number, text: string): string {
   try {
@@ -196,20 +186,15 @@ function tokenUrlOf(required: RequiredScheme, flow: Json, baseUrl: string): stri
   return url;
 }
 
-let lastBasic = { clientId: '', clientSecret: '', header: '' };
-
 /**
  * HTTP Basic (client_secret_basic), the client authentication every authorization server must
  * accept (RFC 6749 §2.3.1), with each part form-encoded first as that section requires, so a
- * ':' in the id cannot shift the split. The last one is kept: a runner uses one client.
+ * ':' in the id cannot shift the split. Built per token request, which a network round trip
+ * dwarfs, so that no secret is kept in module state.
  */
 function basicAuthorization(clientId: string, clientSecret: string): string {
-  if (lastBasic.clientId !== clientId || lastBasic.clientSecret !== clientSecret) {
-    const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`;
-    const header = `Basic ${Buffer.from(pair).toString('base64')}`;
-    lastBasic = { clientId, clientSecret, header };
-  }
-  return lastBasic.header;
+  const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`;
+  return `Basic ${Buffer.from(pair).toString('base64')}`;
 }
 
 /** Per-run credential resolution; tokens are fetched once per (credentials, scopes) per run. */

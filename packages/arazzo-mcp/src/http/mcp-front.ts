@@ -48,7 +48,7 @@ export function createMcpFront(options: McpFrontOptions): FrontHandler {
   const takes = (headers: IncomingHttpHeaders): boolean => {
     const { origin } = headers;
     return (
-      bodyLength(headers, bodyLimit) !== undefined &&
+      declaredWithin(headers, bodyLimit) &&
       PLAIN_JSON.test(headers['content-type'] ?? '') &&
       (origin === undefined || policy.check(origin, headers.host)) &&
       (carriesRequiredHeader === undefined || carriesRequiredHeader(headers))
@@ -79,13 +79,12 @@ export function createMcpFront(options: McpFrontOptions): FrontHandler {
   };
 }
 
-/** The declared body length when the body is framed by it and within the limit. */
-function bodyLength(headers: IncomingHttpHeaders, limit: number): number | undefined {
+/** Whether the body is framed by a declared length within the limit. */
+function declaredWithin(headers: IncomingHttpHeaders, limit: number): boolean {
   const declared = headers['content-length'];
-  if (declared === undefined || headers['transfer-encoding'] !== undefined) return undefined;
+  if (declared === undefined || headers['transfer-encoding'] !== undefined) return false;
   // Node's parser has checked the value's syntax, and stops the body at that length.
-  const length = Number(declared);
-  return length <= limit ? length : undefined;
+  return Number(declared) <= limit;
 }
 
 /** The whole body as UTF-8 text (decoded once, so characters split across chunks survive). */

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type AppState, JSON_RPC, jsonRpcError } from '@mcp-identity/common';
-import type { McpExchangeRouter } from '../mcp/exchange-router.js';
+import { type McpExchangeRouter, writeJson } from '../mcp/exchange-router.js';
 
 /** What Fastify's JSON replies carry, so that answers written outside it look the same. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -18,14 +18,7 @@ export function sendJsonRpcError(
   message: string,
   app?: AppState,
 ): void {
-  const text = JSON.stringify(jsonRpcError(null, code, message));
-  // Node then answers `connection: close` and closes the connection after this answer.
-  if (app?.closing) response.shouldKeepAlive = false;
-  response.writeHead(status, {
-    'content-type': JSON_CONTENT_TYPE,
-    'content-length': Buffer.byteLength(text),
-  });
-  response.end(text);
+  writeJson(response, status, jsonRpcError(null, code, message), app, JSON_CONTENT_TYPE);
 }
 
 /**
@@ -57,10 +50,7 @@ export async function serveMcpPost(
   } catch (error) {
     log.error({ err: error }, 'MCP request failed');
     if (!response.headersSent) {
-      response.writeHead(500, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify(jsonRpcError(null, JSON_RPC.internalError, 'Internal server error')),
-      );
+      sendJsonRpcError(response, 500, JSON_RPC.internalError, 'Internal server error', app);
     }
   }
 }

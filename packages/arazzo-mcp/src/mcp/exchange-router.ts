@@ -38,9 +38,11 @@ export type ToolCaller = (
  * object): every client's shape, which the SDK's schema accepts as it stands. Anything else
  * (`_meta`, a task, a malformed member) is left to the SDK server.
  */
-function isPlainToolCall(
-  request: JSONRPCRequest,
-): request is JSONRPCRequest & { params: { name: string; arguments?: Record<string, unknown> } } {
+type PlainToolCall = JSONRPCRequest & {
+  params: { name: string; arguments?: Record<string, unknown> };
+};
+
+function isPlainToolCall(request: JSONRPCRequest): request is PlainToolCall {
   if (request.method !== 'tools/call') return false;
   const { params } = request;
   if (typeof params !== 'object' || params === null || typeof params.name !== 'string') {
@@ -194,7 +196,7 @@ export class McpExchangeRouter implements Transport {
   private async answerToolCall(
     callTool: ToolCaller,
     exchange: JsonExchange,
-    request: JSONRPCRequest & { params: { name: string; arguments?: Record<string, unknown> } },
+    request: PlainToolCall,
   ): Promise<void> {
     const { id, params } = request;
     try {
@@ -240,18 +242,20 @@ function writeRefusal(response: ServerResponse, refusal: Refusal, app?: AppState
   writeJson(response, refusal.status, jsonRpcError(null, refusal.code, refusal.message), app);
 }
 
-function writeJson(
+/** A JSON answer written in one piece; once `app.closing`, it asks the client to close. */
+export function writeJson(
   response: ServerResponse,
   status: number,
   body: unknown,
   app: AppState | undefined,
+  contentType = 'application/json',
 ): void {
   // One write: headers and body leave in a single packet.
   const text = JSON.stringify(body);
   // Node answers `connection: close` and closes the connection after this answer.
   if (app?.closing) response.shouldKeepAlive = false;
   response.writeHead(status, {
-    'content-type': 'application/json',
+    'content-type': contentType,
     'content-length': Buffer.byteLength(text),
   });
   response.end(text);
