@@ -46,7 +46,7 @@ export {
   basicCredentials,
   bearerToken,
 } from './http-auth.js';
-export { createLogger, type Logger, type LoggerSettings } from './logger.js';
+export { createLogger, type Logger, type LoggerSettings, recordLineWriter } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export {
   counterChildren,

@@ -71,3 +71,49 @@ function prettyPrinterInstalled(): boolean {
     return false;
   }
 }
+
+/**
+ * A writer of the line `logger.info({ [key]: record }, message)` would write, byte for byte, made
+ * without pino's per-call work (argument handling, a loop over the object's keys, formatters):
+ * for a record written once per request, such as an audit trail's. The record is serialized by
+ * `JSON.stringify` and not redacted, so its fields must be ones that never hold a credential.
+ * The line is put together from the logger's own pieces (level, time, bindings, message key and
+ * prefix, destination), which pino exposes as `pino.symbols` for integrations; a logger with
+ * anything that would change the line otherwise (a mixin, a nested key, a stream-write hook, a
+ * serializer or redaction for `key`, a multistream destination) is refused.
+ */
+export function recordLineWriter<T extends object>(
+  logger: Logger,
+  key: string,
+  message: string,
+): (record: T) => void {
+  const symbols = pino.symbols;
+  const internals = logger as unknown as Record<symbol, unknown>;
+  const hooks = internals[symbols.hooksSym] as { streamWrite?: unknown } | undefined;
+  const serializers = internals[symbols.serializersSym] as Record<string, unknown>;
+  const stringifiers = internals[symbols.stringifiersSym] as Record<string | symbol, unknown>;
+  const stream = internals[symbols.streamSym] as pino.DestinationStream &
+    Partial<Record<symbol, unknown>>;
+  if (
+    internals[symbols.mixinSym] ||
+    internals[symbols.nestedKeySym] ||
+    hooks?.streamWrite ||
+    serializers[key] ||
+    stringifiers[key] ||
+    stringifiers[symbols.wildcardFirstSym] ||
+    stream[symbols.needsMetadataGsym] === true
+  ) {
+    throw new Error(`recordLineWriter cannot reproduce this logger's lines for '${key}'`);
+  }
+  const level = logger.levels.values.info as number;
+  const head = (internals[symbols.lsCacheSym] as Record<number, string>)[level] as string;
+  const time = internals[symbols.timeSym] as () => string;
+  const prefix = logger.msgPrefix ?? '';
+  const messageKey = internals[symbols.messageKeySym] as string;
+  const beforeRecord = `${internals[symbols.chindingsSym] as string},${JSON.stringify(key)}:`;
+  const afterRecord = `,"${messageKey}":${JSON.stringify(prefix + message)}}\n`;
+  return (record) => {
+    if (logger.levelVal > level) return;
+    stream.write(head + time() + beforeRecord + JSON.stringify(record) + afterRecord);
+  };
+}

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { createLogger, REDACTED, redactUrl } from '@mcp-identity/common';
+import { createLogger, REDACTED, recordLineWriter, redactUrl } from '@mcp-identity/common';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 
 function capture() {
@@ -112,5 +113,58 @@ describe('createLogger', () => {
       `/cb?code=${encodeURIComponent(REDACTED)}&state=xyz`,
     );
     expect(redactUrl('/plain?a=1')).toBe('/plain?a=1');
+  });
+});
+
+describe('recordLineWriter', () => {
+  class Record {
+    readonly proxy: string;
+    tool: string | undefined = undefined;
+    scopes: readonly string[] | undefined = undefined;
+    latencyMs = 0.25;
+    constructor(proxy: string) {
+      this.proxy = proxy;
+    }
+  }
+  const withoutTime = (line: string) => line.replace(/"time":\d+/, '"time":0');
+
+  it('writes, byte for byte, the line logger.info writes for the same record', () => {
+    const { logger, lines } = capture();
+    const child = logger.child({ component: 'audit' }, { msgPrefix: '[a] ' });
+    const write = recordLineWriter<Record>(child, 'audit', 'mcp "request"\n');
+    const records = [new Record('p'), new Record('ü "quoted" \\ \u2028')];
+    (records[1] as Record).tool = 'search_users';
+    (records[1] as Record).scopes = ['a', 'b'];
+    for (const record of records) {
+      child.info({ audit: record }, 'mcp "request"\n');
+      write(record);
+    }
+    expect(lines).toHaveLength(4);
+    expect(withoutTime(lines[1] as string)).toBe(withoutTime(lines[0] as string));
+    expect(withoutTime(lines[3] as string)).toBe(withoutTime(lines[2] as string));
+    expect(JSON.parse(lines[3] as string)).toMatchObject({
+      component: 'audit',
+      audit: { proxy: 'ü "quoted" \\ \u2028', tool: 'search_users', scopes: ['a', 'b'] },
+      msg: '[a] mcp "request"\n',
+    });
+  });
+
+  it("writes nothing while info is below the logger's level", () => {
+    const { logger, lines } = capture();
+    const write = recordLineWriter<Record>(logger, 'audit', 'mcp request');
+    logger.level = 'warn';
+    write(new Record('p'));
+    expect(lines).toEqual([]);
+    logger.level = 'info';
+    write(new Record('p'));
+    expect(lines).toHaveLength(1);
+  });
+
+  it('refuses a logger whose lines it could not reproduce', () => {
+    const { logger } = capture();
+    const mixed = pino({ mixin: () => ({ extra: 1 }) }, new Writable({ write: () => undefined }));
+    expect(() => recordLineWriter(mixed, 'audit', 'x')).toThrow(/cannot reproduce/);
+    const serialized = logger.child({}, { serializers: { audit: () => 'x' } });
+    expect(() => recordLineWriter(serialized, 'audit', 'x')).toThrow(/cannot reproduce/);
   });
 });

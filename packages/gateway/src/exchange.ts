@@ -21,10 +21,10 @@ const AUTHENTICATION_REQUIRED = {
 };
 
 /**
- * One audit record per MCP request; never holds a token. A class rather than a plain object:
- * every record has the same shape (fields absent from a request stay undefined and are left out
- * of the JSON line), and the logger's key-based redaction (`redactDeep` in common) walks plain
- * objects only — none of these fixed keys can name a credential, so it has nothing to do here.
+ * One audit record per MCP request; never holds a token, and none of its fixed keys can name a
+ * credential, so it is written without the logger's key-based redaction (`recordLineWriter` in
+ * common). A class rather than a plain object: every record has the same shape (fields absent
+ * from a request stay undefined and are left out of the JSON line).
  */
 export class AuditRecord {
   readonly proxy: string;

@@ -131,9 +131,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     now,
     logger,
   });
-  // Audit records are fixed-shape `AuditRecord`s whose keys never name a credential, so the
-  // logger's key-based redaction would only copy them: this child logs them as they are.
-  const audit = logger.child({ component: 'audit' }, { formatters: { log: (object) => object } });
+  // Audit lines are written by `recordLineWriter` (mcp-request.ts), in this child's name.
+  const audit = logger.child({ component: 'audit' });
   const httpsListener = new Listener('https');
   const httpListener = new Listener('http');
   const dataPlane = {

@@ -1,5 +1,5 @@
-import { jsonRpcError, type Logger } from '@mcp-identity/common';
-import type { McpExchange } from './exchange.js';
+import { jsonRpcError, type Logger, recordLineWriter } from '@mcp-identity/common';
+import type { AuditRecord, McpExchange } from './exchange.js';
 import { type McpCall, parseMcpBody, requestIdOf } from './jsonrpc.js';
 import type { McpHttp } from './mcp-http.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -49,12 +49,15 @@ export function createMcpRequestHandling(options: {
   /** Where upstream failures are logged. */
   log: Logger;
 }): McpRequestHandling {
-  const { metrics, audit, log } = options;
+  const { metrics, log } = options;
+  // One line per request: written as `audit.info({ audit: record }, 'mcp request')` would be,
+  // without pino's per-call work (an `AuditRecord`'s fields never hold a credential).
+  const auditLine = recordLineWriter<AuditRecord>(options.audit, 'audit', 'mcp request');
 
   const finish = (exchange: McpExchange) => {
     const record = exchange.auditRecord();
     metrics.record(record.proxy, record.method, record.decision, record.latencyMs / 1000);
-    audit.info({ audit: record }, 'mcp request');
+    auditLine(record);
   };
 
   const send = (
