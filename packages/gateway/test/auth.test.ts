@@ -127,6 +127,19 @@ describe('mcp-auth', () => {
     }
   });
 
+  it('refuses other claims under the signature of a cached token, and keeps the token cached', async () => {
+    const token = await km.sign({ sub: 'ann' });
+    const status = async (presented: string) =>
+      (await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${presented}` })).status;
+    expect(await status(token)).toBe(200);
+    const [header, payload, signature] = token.split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+    const forged = Buffer.from(JSON.stringify({ ...claims, sub: 'admin' })).toString('base64url');
+    expect(await status(`${header}.${forged}.${signature}`)).toBe(401);
+    expect(await status(`${header}.${payload}.x${signature}`)).toBe(401);
+    expect(await status(token)).toBe(200);
+  });
+
   it('answers 401 for alg none and for HS256 signed with the public key', async () => {
     const now = Math.floor(Date.now() / 1000);
     const claims = { iss: ISSUER, aud: CLIENT_ID, sub: 'u', exp: now + 600, iat: now };

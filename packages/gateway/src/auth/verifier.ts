@@ -16,6 +16,18 @@ export interface VerifiedToken {
 
 export type VerifyResult = { ok: true; token: VerifiedToken } | { ok: false; reason: string };
 
+/**
+ * Characters from the end of a token that key the verified-token cache: the tail of its
+ * signature, 192 bits for a JWS. Hashing a whole token (some 700 characters) on every lookup
+ * cost more than the rest of the lookup; the whole token is still compared on a hit.
+ */
+const CACHE_KEY_CHARS = 32;
+
+interface CacheEntry {
+  token: string;
+  verified: VerifiedToken;
+}
+
 function scopesOf(payload: JWTPayload): Set<string> {
   const scopes = new Set<string>();
   const add = (value: unknown) => {
@@ -43,7 +55,8 @@ function audiencesOf(payload: JWTPayload): string[] {
  */
 export class TokenVerifier {
   private readonly jwks = new Map<string, JwksCache>();
-  private readonly cache = new Map<string, VerifiedToken>();
+  /** Verified tokens by the tail of their signature (`CACHE_KEY_CHARS`). */
+  private readonly cache = new Map<string, CacheEntry>();
 
   constructor(
     private readonly keyManagers: KeyManagerConfig[],
@@ -57,14 +70,18 @@ export class TokenVerifier {
   }
 
   /**
-   * The verified token for this exact string when it is cached and not expired: a map lookup
-   * keyed by the raw token, no decoding, so a repeat caller's request needs no promise either.
+   * The verified token for this exact string when it is cached and not expired: a map lookup by
+   * the token's signature tail and a comparison, no decoding, so a repeat caller's request needs
+   * no promise either.
    */
   cached(token: string): VerifiedToken | undefined {
-    const cached = this.cache.get(token);
-    if (cached === undefined) return undefined;
-    if (cached.expiresAt > this.now()) return cached;
-    this.cache.delete(token);
+    const key = token.slice(-CACHE_KEY_CHARS);
+    const entry = this.cache.get(key);
+    // The whole token is compared only with the cached one whose signature tail the caller
+    // sent: what the comparison's time could tell about it, the caller already has.
+    if (entry === undefined || entry.token !== token) return undefined;
+    if (entry.verified.expiresAt > this.now()) return entry.verified;
+    this.cache.delete(key);
     return undefined;
   }
 
@@ -135,6 +152,6 @@ export class TokenVerifier {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    this.cache.set(token, verified);
+    this.cache.set(token.slice(-CACHE_KEY_CHARS), { token, verified });
   }
 }
