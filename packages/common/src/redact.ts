@@ -62,9 +62,9 @@ export function redactDeep(value: unknown, depth = 0, seen?: WeakSet<object>): u
   }
   if (depth > 12 || seen.has(value)) return '[Truncated]';
   seen.add(value);
+  if (!isCopied(value)) return value;
   if (Array.isArray(value)) return value.map((item) => redactDeep(item, depth + 1, seen));
   if (value instanceof Error) return redactError(value, depth, seen);
-  if (!isPlainObject(value) && !isHeaders(value)) return value;
   const entries = isHeaders(value) ? [...value.entries()] : Object.entries(value);
   const out: Record<string, unknown> = {};
   for (const [key, item] of entries) {
@@ -95,15 +95,17 @@ function isFlatAndClean(value: object): boolean {
     if (!Object.hasOwn(value, key)) return false;
     const item = (value as Record<string, unknown>)[key];
     if (redactValue(key, item)) return false;
-    if (
-      item !== null &&
-      typeof item === 'object' &&
-      (Array.isArray(item) || item instanceof Error || isPlainObject(item) || isHeaders(item))
-    ) {
-      return false;
-    }
+    if (item !== null && typeof item === 'object' && isCopied(item)) return false;
   }
   return true;
+}
+
+/**
+ * Whether `redactDeep` copies an object (arrays, errors, plain objects, `Headers`) rather than
+ * passing it through as it is (class instances such as a request).
+ */
+function isCopied(value: object): boolean {
+  return Array.isArray(value) || value instanceof Error || isPlainObject(value) || isHeaders(value);
 }
 
 function isPlainObject(value: object): boolean {
