@@ -23,6 +23,10 @@ export type VerifyResult = { ok: true; token: VerifiedToken } | { ok: false; rea
  */
 const CACHE_KEY_CHARS = 32;
 
+function cacheKey(token: string): string {
+  return token.slice(-CACHE_KEY_CHARS);
+}
+
 interface CacheEntry {
   token: string;
   verified: VerifiedToken;
@@ -75,7 +79,7 @@ export class TokenVerifier {
    * no promise either.
    */
   cached(token: string): VerifiedToken | undefined {
-    const key = token.slice(-CACHE_KEY_CHARS);
+    const key = cacheKey(token);
     const entry = this.cache.get(key);
     // The whole token is compared only with the cached one whose signature tail the caller
     // sent: what the comparison's time could tell about it, the caller already has.
@@ -152,6 +156,6 @@ export class TokenVerifier {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    this.cache.set(token.slice(-CACHE_KEY_CHARS), { token, verified });
+    this.cache.set(cacheKey(token), { token, verified });
   }
 }
