@@ -244,7 +244,7 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
   exchange.upstreamStatus = upstream.statusCode;
   const contentType = String(upstream.headers['content-type'] ?? '').toLowerCase();
   const isJson = contentType.startsWith('application/json');
-  const isSse = contentType.startsWith('text/event-stream');
+  const isSse = isEventStream(contentType);
   const filtering = filter !== undefined && (isJson || isSse);
   let decoder: ReturnType<typeof decoderFor>;
   if (filtering) {
