@@ -3,7 +3,7 @@
  * parsing into a small AST, evaluation against a scope, and `{$expr}` embedding in strings.
  */
 import { getByPointer, JsonPointerError, parsePointer } from './json-pointer.js';
-import { boundedMemo } from './memo.js';
+import { boundedMemo, weakMemo } from './memo.js';
 
 export class ExpressionSyntaxError extends Error {}
 
@@ -303,8 +303,6 @@ export function renderTemplate(parts: TemplatePart[], scope: ExpressionScope): s
 /** An Arazzo value made ready to evaluate: see compileValue. */
 export type CompiledValue = (scope: ExpressionScope) => unknown;
 
-const compiledObjects = new WeakMap<object, CompiledValue>();
-
 /**
  * An Arazzo value as a function of the scope, worked out once per value of a loaded document
  * (which never changes): a whole-string expression keeps the referenced value's type, strings
@@ -314,21 +312,17 @@ const compiledObjects = new WeakMap<object, CompiledValue>();
 export function compileValue(value: unknown): CompiledValue {
   if (typeof value === 'string') return compileString(value);
   if (value === null || typeof value !== 'object') return () => value;
-  let compiled = compiledObjects.get(value);
-  if (compiled === undefined) {
-    if (Array.isArray(value)) {
-      const items = value.map(compileValue);
-      compiled = (scope) => items.map((item) => item(scope));
-    } else {
-      const members = Object.entries(value).map(
-        ([key, item]) => [key, compileValue(item)] as const,
-      );
-      compiled = (scope) => Object.fromEntries(members.map(([key, item]) => [key, item(scope)]));
-    }
-    compiledObjects.set(value, compiled);
-  }
-  return compiled;
+  return compileObject(value);
 }
+
+const compileObject = weakMemo((value: object): CompiledValue => {
+  if (Array.isArray(value)) {
+    const items = value.map(compileValue);
+    return (scope) => items.map((item) => item(scope));
+  }
+  const members = Object.entries(value).map(([key, item]) => [key, compileValue(item)] as const);
+  return (scope) => Object.fromEntries(members.map(([key, item]) => [key, item(scope)]));
+});
 
 const compileString = boundedMemo(PARSE_CACHE_LIMIT, (value): CompiledValue => {
   if (looksLikeExpression(value)) {

@@ -35,7 +35,7 @@ function child(value: unknown, token: string): unknown {
   return undefined;
 }
 
-/** parsePointer, memoised: the pointers read on every run come from loaded documents. */
+/** parsePointer, memoised: the pointers used on every run come from loaded documents. */
 const pointerTokens: (pointer: string) => readonly string[] = boundedMemo(10_000, parsePointer);
 
 /** The value at `pointer`, or undefined when any token does not exist. */
@@ -51,10 +51,10 @@ export function getByPointer(root: unknown, pointer: string | readonly string[])
 
 /** Sets (or inserts, for array index `-`) the value at `pointer`; the parent must exist. */
 export function setByPointer(root: unknown, pointer: string, value: unknown): unknown {
-  const tokens = parsePointer(pointer);
+  const tokens = pointerTokens(pointer);
   if (tokens.length === 0) return value;
-  const last = tokens.pop() as string;
-  const parent = getByPointer(root, tokens);
+  const last = tokens[tokens.length - 1]!;
+  const parent = getByPointer(root, tokens.slice(0, -1));
   if (Array.isArray(parent)) {
     if (last === '-') parent.push(value);
     else if (ARRAY_INDEX.test(last) && Number(last) <= parent.length) parent[Number(last)] = value;

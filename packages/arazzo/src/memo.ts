@@ -19,6 +19,22 @@ export function boundedMemo<V>(limit: number, compute: (key: string) => V): (key
 }
 
 /**
+ * `compute` memoised by its object argument, held weakly: for parts of a loaded document,
+ * which never change once loaded.
+ */
+export function weakMemo<K extends object, V>(compute: (key: K) => V): (key: K) => V {
+  const values = new WeakMap<K, V>();
+  return (key) => {
+    let value = values.get(key);
+    if (value === undefined) {
+      value = compute(key);
+      values.set(key, value);
+    }
+    return value;
+  };
+}
+
+/**
  * Values kept per step of a workflow, held weakly. The workflow is part of the key: what a
  * step needs (its parameters, its actions) depends on its workflow's too.
  */

@@ -16,7 +16,7 @@ import {
   tlsVerifyFromEnv,
 } from './http.js';
 import { inputsSchema } from './loader.js';
-import { PerStep } from './memo.js';
+import { PerStep, weakMemo } from './memo.js';
 import {
   type ArazzoModel,
   effectiveActions,
@@ -84,17 +84,14 @@ const MAX_NESTING = 32;
 type OutputExpressions = readonly (readonly [string, RuntimeExpression])[];
 
 const NO_OUTPUTS: OutputExpressions = [];
-const parsedOutputs = new WeakMap<Record<string, string>, OutputExpressions>();
+const parsedOutputs = weakMemo(
+  (outputs: Record<string, string>): OutputExpressions =>
+    Object.entries(outputs).map(([name, source]) => [name, parseExpression(source)]),
+);
 
 /** A step's or workflow's `outputs` parsed, once per object of the document. */
 function outputExpressions(outputs: Record<string, string> | undefined): OutputExpressions {
-  if (outputs === undefined) return NO_OUTPUTS;
-  let parsed = parsedOutputs.get(outputs);
-  if (parsed === undefined) {
-    parsed = Object.entries(outputs).map(([name, source]) => [name, parseExpression(source)]);
-    parsedOutputs.set(outputs, parsed);
-  }
-  return parsed;
+  return outputs === undefined ? NO_OUTPUTS : parsedOutputs(outputs);
 }
 
 function evaluateOutputs(

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describeUrl, type HttpClient } from './http.js';
-import { boundedMemo } from './memo.js';
+import { boundedMemo, weakMemo } from './memo.js';
 import type { OpenApiSource, Operation } from './openapi.js';
 
 type Json = Record<string, unknown>;
@@ -145,36 +145,29 @@ interface RequiredScheme {
   tokenUrls: Map<string, string>;
 }
 
-const alternativesOf = new WeakMap<Operation, RequiredScheme[][]>();
-
 /**
  * An operation's security alternatives (operation, else path item, else root), each scheme
  * resolved: worked out once per operation, since the document does not change once loaded.
  */
-function securityAlternatives(op: Operation): RequiredScheme[][] {
-  let alternatives = alternativesOf.get(op);
-  if (alternatives === undefined) {
-    alternatives = op.source.securityFor(op).map((requirement) =>
-      Object.entries(requirement).map(([name, declared]) => {
-        const scheme = op.source.securityScheme(name);
-        const scopes = Array.isArray(declared) ? declared : [];
-        const form = new URLSearchParams({ grant_type: 'client_credentials' });
-        if (scopes.length > 0) form.set('scope', scopes.join(' '));
-        return {
-          name,
-          scheme,
-          env: scheme ? schemeEnvNames(op.source, name, scheme) : [],
-          flow: scheme?.type === 'oauth2' ? clientCredentialsFlow(scheme) : undefined,
-          scopeKey: [...scopes].sort().join(' '),
-          tokenForm: form.toString(),
-          tokenUrls: new Map(),
-        };
-      }),
-    );
-    alternativesOf.set(op, alternatives);
-  }
-  return alternatives;
-}
+const securityAlternatives = weakMemo((op: Operation): RequiredScheme[][] =>
+  op.source.securityFor(op).map((requirement) =>
+    Object.entries(requirement).map(([name, declared]) => {
+      const scheme = op.source.securityScheme(name);
+      const scopes = Array.isArray(declared) ? declared : [];
+      const form = new URLSearchParams({ grant_type: 'client_credentials' });
+      if (scopes.length > 0) form.set('scope', scopes.join(' '));
+      return {
+        name,
+        scheme,
+        env: scheme ? schemeEnvNames(op.source, name, scheme) : [],
+        flow: scheme?.type === 'oauth2' ? clientCredentialsFlow(scheme) : undefined,
+        scopeKey: [...scopes].sort().join(' '),
+        tokenForm: form.toString(),
+        tokenUrls: new Map(),
+      };
+    }),
+  ),
+);
 
 /** `tokenUrl` made absolute: a relative one is resolved against the server URL, as OpenAPI says. */
 function tokenUrlOf(required: RequiredScheme, flow: Json, baseUrl: string): string {

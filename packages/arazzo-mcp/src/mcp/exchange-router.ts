@@ -96,7 +96,7 @@ export class McpExchangeRouter implements Transport {
    * AbortController, the request checked against five of its schemas and the result against
    * one); every other message goes to the server.
    */
-  constructor(private readonly callTool?: ToolCaller) {}
+  constructor(private readonly callTool: ToolCaller) {}
 
   async start(): Promise<void> {}
 
@@ -169,8 +169,8 @@ export class McpExchangeRouter implements Transport {
     extra: MessageExtraInfo,
   ): number | undefined {
     if (exchange !== undefined && isRequest(message)) {
-      if (this.callTool !== undefined && isPlainToolCall(message)) {
-        void this.answerToolCall(this.callTool, exchange, message);
+      if (isPlainToolCall(message)) {
+        void this.answerToolCall(exchange, message);
         return undefined;
       }
       const problem = invalidParamsProblem(message);
@@ -193,14 +193,10 @@ export class McpExchangeRouter implements Transport {
     return undefined;
   }
 
-  private async answerToolCall(
-    callTool: ToolCaller,
-    exchange: JsonExchange,
-    request: PlainToolCall,
-  ): Promise<void> {
+  private async answerToolCall(exchange: JsonExchange, request: PlainToolCall): Promise<void> {
     const { id, params } = request;
     try {
-      const result = await callTool(params.name, params.arguments);
+      const result = await this.callTool(params.name, params.arguments);
       exchange.answer({ result, jsonrpc: '2.0', id });
     } catch (error) {
       exchange.answer({ jsonrpc: '2.0', id, error: errorAnswer(error) });
