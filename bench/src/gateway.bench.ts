@@ -175,7 +175,7 @@ function proxyDefinition(name: string, context: string, upstreamUrl: string, pol
 }
 
 /** Tool calls on `target` over `connections` connections, all but the duration. */
-function toolCallLoad(target: Target, connections: number) {
+function toolCallLoad(target: Pick<Target, 'url' | 'headers'>, connections: number) {
   return {
     url: target.url,
     connections,
@@ -638,14 +638,10 @@ async function instrumentGateway(
   let syscalls: Map<string, number> | undefined;
   try {
     const policies = which !== 'open';
-    const load = {
-      url: `${gateway.plainUrl}/bench/mcp`,
+    const load = toolCallLoad(
+      { url: `${gateway.plainUrl}/bench/mcp`, headers: policies ? auth : {} },
       connections,
-      method: 'POST' as const,
-      headers: { ...MCP_HEADERS, ...(policies ? auth : {}) },
-      body: TOOL_CALL_BODY,
-      threads: THREADS,
-    };
+    );
     await gateway.deploy(proxyDefinition('bench', '/bench', upstreamUrl, policies), {
       path: '/bench/mcp',
       headers: load.headers,

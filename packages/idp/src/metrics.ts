@@ -71,7 +71,7 @@ export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): 
     } else if (request.url.startsWith('/scim2/')) {
       let resource = resources.get(route);
       if (resource === undefined) {
-        resource = route === 'unmatched' ? route : scimResource(route);
+        resource = scimResource(route);
         resources.set(route, resource);
       }
       scimRequests(resource, request.method, String(reply.statusCode)).inc();

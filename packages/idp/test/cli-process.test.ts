@@ -1,30 +1,11 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
+import { runIdpCommand as idp } from './helpers.js';
 
-const BIN = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
 const tempDir = useTempDir('idp-cli-process-');
-
-/** Runs the real `idp` command as a child process. */
-function idp(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LOG_LEVEL: 'warn' },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
 
 describe('idp commands as processes', () => {
   it('commands on a directory without an IdP say so, fail, and create nothing', async () => {

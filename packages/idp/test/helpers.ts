@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { createLogger } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { KNOWN_SCOPES, type RunningIdp, startIdp } from '@mcp-identity/idp';
@@ -25,6 +27,27 @@ export type TestIdp = RunningIdp & {
   admin: RunningIdp['admin'];
   adminToken: string;
 };
+
+const BIN = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
+
+/** Runs the real `idp` command as a child process. */
+export function runIdpCommand(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
 
 export const ADMIN_CLIENT = { clientId: 'admin-app', clientSecret: 'admin-secret-value' };
 

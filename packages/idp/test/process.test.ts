@@ -7,6 +7,7 @@ import { useTempDir } from '@mcp-identity/common/testing';
 import { startIdp } from '@mcp-identity/idp';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runIdpCommand } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
 const BOOTSTRAP = fileURLToPath(new URL('./fixtures/bootstrap.yaml', import.meta.url));
@@ -131,18 +132,7 @@ describe('idp serve as a process', () => {
     const dataDir = tempDir();
     const server = await serve(dataDir);
     const before = await backendToken(server.url);
-    const rotate = spawn(
-      process.execPath,
-      ['--import', 'tsx', BIN, 'keys', 'rotate', '--data-dir', dataDir],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let output = '';
-    rotate.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => rotate.on('exit', resolve));
+    const { code, stdout: output } = await runIdpCommand(['keys', 'rotate', '--data-dir', dataDir]);
     expect(code).toBe(0);
     const { kid } = JSON.parse(output) as { kid: string };
     const after = await backendToken(server.url);

@@ -1,11 +1,8 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { openIdpData } from '@mcp-identity/idp';
 import { decodeProtectedHeader } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { startTestIdp, userBody } from './helpers.js';
+import { runIdpCommand, startTestIdp, userBody } from './helpers.js';
 
 const SEARCH = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
@@ -100,13 +97,7 @@ describe('cached reads never outlive the rows they reflect', async () => {
     for (let i = 0; i < 3; i++) {
       expect((await tokenFor(app.clientId, clientSecret!)).status).toBe(200);
     }
-    const bin = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', bin, 'apps', 'delete', app.clientId, '--data-dir', dataDir],
-      { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'warn' } },
-    );
-    const [code] = await once(child, 'close');
+    const { code } = await runIdpCommand(['apps', 'delete', app.clientId, '--data-dir', dataDir]);
     expect(code).toBe(0);
     expect((await tokenFor(app.clientId, clientSecret!)).status).toBe(401);
   });

@@ -26,22 +26,24 @@ export class TokensAhead {
       input: TokenRequest,
       kid: string,
       key: KeyObject,
+      onEventLoop: boolean,
     ) => Promise<IssuedToken>,
     private readonly isCurrent: (issued: IssuedToken) => boolean,
   ) {}
 
   /**
    * The token for `input` with key `kid`: the one signed ahead if it is ready and current, else
-   * one `signNow` signs; then the next one starts signing, unless one is ready or under way.
+   * one signed now (`onEventLoop`: see `signRs256`); then the next one starts signing on the
+   * thread pool, unless one is ready or under way.
    */
   async issue(
     input: TokenRequest,
     kid: string,
     key: KeyObject,
-    signNow: () => Promise<IssuedToken>,
+    onEventLoop: boolean,
   ): Promise<IssuedToken> {
     const id = requestKey(input);
-    const issued = this.take(id, kid) ?? (await signNow());
+    const issued = this.take(id, kid) ?? (await this.sign(input, kid, key, onEventLoop));
     this.prepare(id, input, kid, key);
     return issued;
   }
@@ -60,7 +62,7 @@ export class TokensAhead {
     if (this.ahead.size >= MAX_REQUESTS_AHEAD) return;
     const ahead: Ahead = { kid, issued: undefined };
     this.ahead.set(id, ahead);
-    this.sign(input, kid, key).then(
+    this.sign(input, kid, key, false).then(
       (issued) => {
         ahead.issued = issued;
       },

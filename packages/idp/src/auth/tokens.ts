@@ -65,7 +65,7 @@ export class TokenService {
   private readonly signed = new Set<string>();
   /** Client-credentials tokens signed ahead of the request that will take them. */
   private readonly ahead = new TokensAhead(
-    (input, kid, key) => this.sign(input, kid, key, false),
+    (input, kid, key, onEventLoop) => this.sign(input, kid, key, onEventLoop),
     (issued) => this.isCurrent(issued),
   );
 
@@ -83,11 +83,11 @@ export class TokenService {
 
   async issue(input: TokenRequest): Promise<IssuedToken> {
     const { kid, key } = this.keys.signingKey();
-    const signNow = () => this.sign(input, kid, key, this.options.alone?.() ?? false);
+    const onEventLoop = this.options.alone?.() ?? false;
     // Only client-credentials tokens (the client is the subject) are signed ahead.
     return input.subject === input.clientId
-      ? this.ahead.issue(input, kid, key, signNow)
-      : signNow();
+      ? this.ahead.issue(input, kid, key, onEventLoop)
+      : this.sign(input, kid, key, onEventLoop);
   }
 
   /** The claims of a token for `input` issued now, with a fresh `jti`. */

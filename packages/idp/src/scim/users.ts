@@ -296,9 +296,7 @@ export class UserStore {
 
   /** A page of users (a page is short: its ids are the cache key). */
   private rowsByIds(ids: readonly string[]): readonly Json[] {
-    return this.pages.get(ids.join(' '), () =>
-      Object.freeze(this.rawRowsByIds(ids).map((row) => deepFreeze(toRecord(row)))),
-    );
+    return this.pages.get(ids.join(' '), () => deepFreeze(this.rawRowsByIds(ids).map(toRecord)));
   }
 
   private clearSearchCaches(): void {
