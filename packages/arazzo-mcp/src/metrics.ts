@@ -1,4 +1,5 @@
 import {
+  CountingHistogram,
   counterChildren,
   createMetricsRegistry,
   DURATION_BUCKETS,
@@ -12,7 +13,7 @@ import {
   routeLabel,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import { LOGIN_PATH } from './auth/app-login.js';
 import type { ToolCatalog } from './tools/catalog.js';
 
@@ -70,12 +71,12 @@ export function createArazzoMcpMetrics(options: {
     labelNames: ['tool', 'outcome'] as const,
     registers: [registry],
   });
-  const duration = new Histogram({
+  const duration = new CountingHistogram({
     name: 'arazzo_mcp_tool_duration_seconds',
     help: 'Time to answer a tools/call, workflow included, by tool.',
     labelNames: ['tool'] as const,
     buckets: DURATION_BUCKETS,
-    registers: [registry],
+    registry,
   });
   return {
     instrument(catalog) {

@@ -49,10 +49,12 @@ export {
 export { createLogger, type Logger, type LoggerSettings, recordLineWriter } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export {
+  CountingHistogram,
   counterChildren,
   createMetricsRegistry,
   DURATION_BUCKETS,
   formField,
+  HistogramSeries,
   type HttpRequestRecorder,
   httpRequestMetrics,
   instrumentHttp,

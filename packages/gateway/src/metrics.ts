@@ -1,5 +1,10 @@
-import { createMetricsRegistry, DURATION_BUCKETS } from '@mcp-identity/common';
-import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client';
+import {
+  CountingHistogram,
+  createMetricsRegistry,
+  DURATION_BUCKETS,
+  type HistogramSeries,
+} from '@mcp-identity/common';
+import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 
 /**
  * Methods reported by name (JSON-RPC methods, the HTTP verbs without a JSON-RPC body — `POST`
@@ -52,10 +57,10 @@ function leLast(exposition: string): string {
   return exposition.replace(BUCKET_LE_FIRST, '$1{$3,le="$2"}');
 }
 
-/** One proxy's series: request counts by method label and decision, and its latency child. */
+/** One proxy's series: request counts by method label and decision, and its latency series. */
 interface ProxySeries {
   requests: Map<string, Map<string, { value: number }>>;
-  latency: Histogram.Internal<'proxy'>;
+  latency: HistogramSeries;
 }
 
 /**
@@ -63,7 +68,8 @@ interface ProxySeries {
  * process), with Node.js process metrics. A request is counted in a plain number found through
  * the label values it already has, and the counts are handed to the prom-client counter when it
  * is scraped: a prom-client child hashes its labels on every call, which would cost more than
- * the rest of the recording. The latency goes to a histogram child kept per proxy.
+ * the rest of the recording. The latency goes to a `CountingHistogram` series kept per proxy,
+ * for the same reason.
  */
 export class GatewayMetrics {
   private readonly registry = createMetricsRegistry();
@@ -84,12 +90,12 @@ export class GatewayMetrics {
       }
     },
   });
-  private readonly latency = new Histogram({
+  private readonly latency = new CountingHistogram({
     name: 'mcp_gateway_request_duration_seconds',
     help: 'Time from request to the end of the response.',
     labelNames: ['proxy'] as const,
     buckets: DURATION_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
   private readonly uncaught = new Counter({
     name: 'mcp_gateway_uncaught_errors_total',

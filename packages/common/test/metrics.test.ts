@@ -1,0 +1,63 @@
+import { CountingHistogram, DURATION_BUCKETS, labelChildren } from '@mcp-identity/common';
+import { AggregatorRegistry, Histogram, Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+
+/** Durations around and on every bound, below the first and above the last. */
+const VALUES = [0, 0.0004, 0.001, 0.0011, 0.0025, 0.004, 0.05, 0.3, 1, 2.5, 7, 10, 11, 42];
+
+/** The same observations in a prom-client Histogram and in a CountingHistogram. */
+function twins(values: readonly number[]) {
+  const options = {
+    name: 'demo_duration_seconds',
+    help: 'Durations with "quotes" and a back\\slash.',
+    labelNames: ['method', 'route'] as const,
+    buckets: DURATION_BUCKETS,
+  };
+  const reference = new Registry();
+  const histogram = new Histogram({ ...options, registers: [reference] });
+  const counted = new Registry();
+  const series = labelChildren(new CountingHistogram({ ...options, registry: counted }));
+  const labels = [
+    ['GET', '/a'],
+    ['POST', '/b "q"\n'],
+  ] as const;
+  values.forEach((value, i) => {
+    const [method, route] = labels[i % labels.length] as readonly [string, string];
+    histogram.labels(method, route).observe(value);
+    series(method, route).observe(value);
+  });
+  return { reference, counted, series };
+}
+
+describe('CountingHistogram', () => {
+  it('is written as a prom-client Histogram with the same observations', async () => {
+    const { reference, counted } = twins(VALUES);
+    const text = await counted.metrics();
+    expect(text).toBe(await reference.metrics());
+    expect(text).toContain('demo_duration_seconds_count{method="POST",route="/b \\"q\\"\\n"} 7\n');
+  });
+
+  it('adds up across cluster workers as a prom-client Histogram does', async () => {
+    const workers = [twins(VALUES), twins(VALUES.slice(3)), twins([])];
+    const total = async (which: 'reference' | 'counted') =>
+      AggregatorRegistry.aggregate(
+        await Promise.all(workers.map((worker) => worker[which].getMetricsAsJSON())),
+      ).metrics();
+    expect(await total('counted')).toBe(await total('reference'));
+  });
+
+  it('leaves out values that are not finite numbers, and forgets everything on reset', async () => {
+    const { counted, series } = twins([0.2]);
+    series('GET', '/a').observe(Number.NaN);
+    series('GET', '/a').observe(Number.POSITIVE_INFINITY);
+    expect(await counted.metrics()).toContain(
+      'demo_duration_seconds_count{method="GET",route="/a"} 1\n',
+    );
+    counted.resetMetrics();
+    expect(await counted.metrics()).not.toContain('demo_duration_seconds_count');
+    series('GET', '/a').observe(0.2);
+    expect(await counted.metrics()).toContain(
+      'demo_duration_seconds_count{method="GET",route="/a"} 1\n',
+    );
+  });
+});
