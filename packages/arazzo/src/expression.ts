@@ -2,8 +2,8 @@
  * Arazzo 1.0.1 runtime expressions (the ABNF of the standard's "Runtime Expressions" section):
  * parsing into a small AST, evaluation against a scope, and `{$expr}` embedding in strings.
  */
+import { boundedMemo, weakMemo } from '@mcp-identity/common';
 import { getByPointer, JsonPointerError, parsePointer } from './json-pointer.js';
-import { boundedMemo, weakMemo } from './memo.js';
 
 export class ExpressionSyntaxError extends Error {}
 

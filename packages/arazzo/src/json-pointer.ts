@@ -1,6 +1,5 @@
 /** RFC 6901 JSON Pointer helpers. */
-
-import { boundedMemo } from './memo.js';
+import { boundedMemo } from '@mcp-identity/common';
 
 export class JsonPointerError extends Error {}
 

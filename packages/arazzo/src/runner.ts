@@ -1,4 +1,5 @@
 /** Executing workflows: steps, actions, retries, nested workflows, dependsOn and outputs. */
+import { weakMemo } from '@mcp-identity/common';
 import { allPass } from './criteria.js';
 import {
   type ExpressionScope,
@@ -16,7 +17,7 @@ import {
   tlsVerifyFromEnv,
 } from './http.js';
 import { inputsSchema } from './loader.js';
-import { PerStep, weakMemo } from './memo.js';
+import { PerStep } from './memo.js';
 import {
   type ArazzoModel,
   effectiveActions,
