@@ -76,7 +76,8 @@ function prettyPrinterInstalled(): boolean {
  * A writer of the line `logger.info({ [key]: record }, message)` would write, byte for byte, made
  * without pino's per-call work (argument handling, a loop over the object's keys, formatters):
  * for a record written once per request, such as an audit trail's. The record is serialized by
- * `JSON.stringify` and not redacted, so its fields must be ones that never hold a credential.
+ * `serialize`, which must return what `JSON.stringify(record)` does (its default), and is not
+ * redacted, so its fields must be ones that never hold a credential.
  * The line is put together from the logger's own pieces (level, time, bindings, message key and
  * prefix, destination), which pino exposes as `pino.symbols` for integrations; a logger with
  * anything that would change the line otherwise (a mixin, a nested key, a stream-write hook, a
@@ -86,6 +87,7 @@ export function recordLineWriter<T extends object>(
   logger: Logger,
   key: string,
   message: string,
+  serialize: (record: T) => string = JSON.stringify,
 ): (record: T) => void {
   const symbols = pino.symbols;
   const internals = logger as unknown as Record<symbol, unknown>;
@@ -114,6 +116,6 @@ export function recordLineWriter<T extends object>(
   const afterRecord = `,"${messageKey}":${JSON.stringify(prefix + message)}}\n`;
   return (record) => {
     if (logger.levelVal > level) return;
-    stream.write(head + time() + beforeRecord + JSON.stringify(record) + afterRecord);
+    stream.write(head + time() + beforeRecord + serialize(record) + afterRecord);
   };
 }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { boundedMemo } from '@mcp-identity/common';
 import type { VerifiedToken } from './auth/verifier.js';
 import type { McpCall } from './jsonrpc.js';
 import { unauthenticated } from './policies/challenge.js';
@@ -23,8 +24,8 @@ const AUTHENTICATION_REQUIRED = {
 /**
  * One audit record per MCP request; never holds a token, and none of its fixed keys can name a
  * credential, so it is written without the logger's key-based redaction (`recordLineWriter` in
- * common). A class rather than a plain object: every record has the same shape (fields absent
- * from a request stay undefined and are left out of the JSON line).
+ * common), by `auditRecordJson`. A class rather than a plain object: every record has the same
+ * shape (fields absent from a request stay undefined and are left out of the JSON line).
  */
 export class AuditRecord {
   readonly proxy: string;
@@ -53,6 +54,41 @@ export class AuditRecord {
     this.decision = decision;
     this.latencyMs = latencyMs;
   }
+}
+
+/** Strings no longer than this have their JSON form kept: a long one is rare and may be hostile. */
+const KEPT_STRING_LENGTH = 128;
+
+/** A string as a JSON literal; the recurring ones (proxy, method, tool, caller) are kept. */
+const keptJsonString = boundedMemo(1024, (value) => JSON.stringify(value));
+
+function jsonString(value: string): string {
+  return value.length <= KEPT_STRING_LENGTH ? keptJsonString(value) : JSON.stringify(value);
+}
+
+/**
+ * An audit record as `JSON.stringify` writes it, byte for byte (fields in declaration order,
+ * absent ones left out), without its per-call work: nearly every string in a record recurs, and
+ * their JSON forms are kept.
+ */
+export function auditRecordJson(record: AuditRecord): string {
+  let json = `{"proxy":${jsonString(record.proxy)},"httpMethod":${jsonString(record.httpMethod)},"method":${jsonString(record.method)},"decision":${jsonString(record.decision)},"latencyMs":${jsonNumber(record.latencyMs)}`;
+  if (record.tool !== undefined) json += `,"tool":${jsonString(record.tool)}`;
+  if (record.subject !== undefined) json += `,"subject":${jsonString(record.subject)}`;
+  if (record.clientId !== undefined) json += `,"clientId":${jsonString(record.clientId)}`;
+  if (record.reason !== undefined) json += `,"reason":${jsonString(record.reason)}`;
+  if (record.missingScopes !== undefined) {
+    json += `,"missingScopes":${JSON.stringify(record.missingScopes)}`;
+  }
+  if (record.upstreamStatus !== undefined) {
+    json += `,"upstreamStatus":${jsonNumber(record.upstreamStatus)}`;
+  }
+  return `${json}}`;
+}
+
+/** A number as JSON writes it: `null` for one that is not finite. */
+function jsonNumber(value: number): string {
+  return Number.isFinite(value) ? String(value) : 'null';
 }
 
 /** One request to `<context>/mcp`: what policies see, and what the audit line records. */

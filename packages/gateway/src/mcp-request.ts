@@ -1,5 +1,5 @@
 import { jsonRpcError, type Logger, recordLineWriter } from '@mcp-identity/common';
-import type { AuditRecord, McpExchange } from './exchange.js';
+import { type AuditRecord, auditRecordJson, type McpExchange } from './exchange.js';
 import { type McpCall, parseMcpBody, requestIdOf } from './jsonrpc.js';
 import type { McpHttp } from './mcp-http.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -52,7 +52,12 @@ export function createMcpRequestHandling(options: {
   const { metrics, log } = options;
   // One line per request: written as `audit.info({ audit: record }, 'mcp request')` would be,
   // without pino's per-call work (an `AuditRecord`'s fields never hold a credential).
-  const auditLine = recordLineWriter<AuditRecord>(options.audit, 'audit', 'mcp request');
+  const auditLine = recordLineWriter<AuditRecord>(
+    options.audit,
+    'audit',
+    'mcp request',
+    auditRecordJson,
+  );
 
   const finish = (exchange: McpExchange) => {
     const record = exchange.auditRecord();

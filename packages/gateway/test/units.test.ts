@@ -1,5 +1,7 @@
+import { seededRandom } from '@mcp-identity/common/testing';
 import { parseMcpBody } from '@mcp-identity/gateway';
 import { describe, expect, it } from 'vitest';
+import { AuditRecord, auditRecordJson } from '../src/exchange.js';
 import { SseListFilter } from '../src/list-filter.js';
 import { GatewayMetrics } from '../src/metrics.js';
 
@@ -82,6 +84,42 @@ describe('parseMcpBody', () => {
       '{"jsonrpc":"2.0","id":{},"method":"a"}',
     ]) {
       expect(parseMcpBody(body)).toMatchObject({ ok: false, code: -32600 });
+    }
+  });
+});
+
+describe('auditRecordJson', () => {
+  it('writes a record as JSON.stringify does, for any strings and numbers', () => {
+    const next = seededRandom(42);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+    const strings = [
+      '',
+      'tools/call',
+      'bench-v1.0',
+      'say "hi" \\ there',
+      'line\nbreak\ttab\u0001\u001f',
+      'lone \ud800 surrogate \udfff',
+      'pair 💥 and \u2028 \u2029',
+      'é'.repeat(100),
+      'x'.repeat(129),
+      '"'.repeat(200),
+    ];
+    const numbers = [0, -0, 1.5, 0.01, 12345.67, 1e21, Number.NaN, Number.POSITIVE_INFINITY];
+    for (let round = 0; round < 2_000; round++) {
+      const record = new AuditRecord(
+        pick(strings),
+        pick(strings),
+        pick(strings),
+        pick(['allowed', 'forbidden'] as const),
+        pick(numbers),
+      );
+      if (next() < 0.5) record.tool = pick(strings);
+      if (next() < 0.5) record.subject = pick(strings);
+      if (next() < 0.5) record.clientId = pick(strings);
+      if (next() < 0.5) record.reason = pick(strings);
+      if (next() < 0.3) record.missingScopes = [pick(strings), pick(strings)];
+      if (next() < 0.5) record.upstreamStatus = pick([200, 502, Number.NaN]);
+      expect(auditRecordJson(record)).toBe(JSON.stringify(record));
     }
   });
 });
