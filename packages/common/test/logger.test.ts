@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger, REDACTED, recordLineWriter, redactUrl } from '@mcp-identity/common';
 import { pino } from 'pino';
@@ -166,5 +170,34 @@ describe('recordLineWriter', () => {
     expect(() => recordLineWriter(mixed, 'audit', 'x')).toThrow(/cannot reproduce/);
     const serialized = logger.child({}, { serializers: { audit: () => 'x' } });
     expect(() => recordLineWriter(serialized, 'audit', 'x')).toThrow(/cannot reproduce/);
+  });
+});
+
+describe('batchedStdout', () => {
+  /** Runs the fixture on these lines and returns what reached its standard output. */
+  function written(lines: string[], ending: 'signal' | 'drain'): Buffer {
+    const dir = mkdtempSync(join(tmpdir(), 'batched-stdout-'));
+    try {
+      const file = join(dir, 'lines.json');
+      writeFileSync(file, JSON.stringify(lines));
+      const fixture = join(import.meta.dirname, 'fixtures/batched-stdout-cli.ts');
+      const result = spawnSync(process.execPath, ['--import', 'tsx', fixture, file, ending], {
+        maxBuffer: 64 << 20,
+      });
+      expect(result.status).toBe(0);
+      return result.stdout;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  // Multi-byte characters (two- and four-byte UTF-8) at every batch boundary, and lines longer
+  // than a batch.
+  const lines = Array.from({ length: 3_000 }, (_, i) =>
+    i % 997 === 0 ? `${'é💥'.repeat(40_000 + i)}\n` : `line ${i} é 💥 ${'x'.repeat(i % 301)}\n`,
+  );
+
+  it('writes every line, in order and byte for byte, when the event loop runs out', () => {
+    expect(written(lines, 'drain').equals(Buffer.from(lines.join('')))).toBe(true);
   });
 });
