@@ -8,6 +8,8 @@ const FLUSH_EVERY_MS = 100;
 interface BufferDestination {
   write(bytes: Buffer): boolean;
   flush(callback: (error?: Error) => void): void;
+  /** sonic-boom's `write` event: how many bytes reached the file descriptor. */
+  on(event: 'write', listener: (bytes: number) => void): unknown;
 }
 
 /**
@@ -26,8 +28,17 @@ const WORST_BYTES_PER_UNIT = 3;
 class LineBatch implements pino.DestinationStream {
   private batch = Buffer.allocUnsafe(CAPACITY);
   private used = 0;
+  /** Bytes handed to sonic-boom, and bytes it has written: equal once everything is out. */
+  private handed = 0;
+  private written = 0;
+  private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly out: BufferDestination) {}
+  constructor(private readonly out: BufferDestination) {
+    out.on('write', (bytes) => {
+      this.written += bytes;
+      if (this.written >= this.handed) for (const done of this.waiting.splice(0)) done();
+    });
+  }
 
   write(line: string): void {
     const worst = line.length * WORST_BYTES_PER_UNIT;
@@ -51,7 +62,19 @@ class LineBatch implements pino.DestinationStream {
     if (callback) this.out.flush(callback);
   }
 
+  /**
+   * Settles once every line written so far has reached the file descriptor. sonic-boom writes
+   * asynchronously, and its exit hook cannot finish a write that is under way, so a process that
+   * exits on purpose waits for this first.
+   */
+  drained(): Promise<void> {
+    this.flush();
+    if (this.written >= this.handed) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
   private hand(bytes: Buffer): void {
+    this.handed += bytes.length;
     this.out.write(bytes);
   }
 }
@@ -76,4 +99,12 @@ export function batchedStdout(): pino.DestinationStream {
   stdoutBatch = new LineBatch(out as unknown as BufferDestination);
   setInterval(flush, FLUSH_EVERY_MS).unref();
   return stdoutBatch;
+}
+
+/**
+ * Settles once every line written to `batchedStdout()` so far has reached standard output (at
+ * once if it was never used): the last step of a graceful shutdown, before `process.exit`.
+ */
+export function stdoutDrained(): Promise<void> {
+  return stdoutBatch ? stdoutBatch.drained() : Promise.resolve();
 }

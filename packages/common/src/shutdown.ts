@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { stdoutDrained } from './batched-stdout.js';
 
 type Closer = () => Promise<void>;
 
@@ -21,8 +22,9 @@ export interface SignalOptions {
 
 /**
  * On the first SIGINT or SIGTERM, runs every registered closer (servers stop
- * accepting, in-flight requests finish) and exits 0; exits 1 if that takes
- * longer than the grace period. A second signal exits at once.
+ * accepting, in-flight requests finish), waits for the batched log to reach standard output,
+ * and exits 0; exits 1 if that takes longer than the grace period. A second signal exits at
+ * once.
  */
 export function installSignalHandlers(options: SignalOptions = {}): void {
   if (installed) return;
@@ -40,7 +42,10 @@ export function installSignalHandlers(options: SignalOptions = {}): void {
       process.exit(1);
     }, options.graceMs ?? 10_000);
     timer.unref();
-    void Promise.allSettled([...closers].map((close) => close())).then(() => process.exit(0));
+    // The log goes last: closing servers writes the final requests' lines.
+    void Promise.allSettled([...closers].map((close) => close()))
+      .then(() => stdoutDrained())
+      .then(() => process.exit(0));
   };
   process.on('SIGINT', handle);
   process.on('SIGTERM', handle);

@@ -200,4 +200,8 @@ describe('batchedStdout', () => {
   it('writes every line, in order and byte for byte, when the event loop runs out', () => {
     expect(written(lines, 'drain').equals(Buffer.from(lines.join('')))).toBe(true);
   });
+
+  it('writes every line before a graceful shutdown exits, though a write is under way', () => {
+    expect(written(lines, 'signal').equals(Buffer.from(lines.join('')))).toBe(true);
+  });
 });

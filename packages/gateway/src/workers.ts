@@ -5,6 +5,7 @@ import {
   ensureSelfSignedCertificate,
   type Logger,
   startServer,
+  stdoutDrained,
 } from '@mcp-identity/common';
 import { createControlPlane } from './control-plane.js';
 import type { McpProxyDefinition } from './definition.js';
@@ -67,7 +68,10 @@ async function runWorker(options: GatewayOptions): Promise<void> {
         send({ type: 'metrics', id: message.id, metrics }),
       );
     } else if (message.type === 'shutdown') {
-      void (gateway?.close() ?? Promise.resolve()).then(() => process.exit(0));
+      // The log goes last: closing writes the final requests' audit lines.
+      void (gateway?.close() ?? Promise.resolve())
+        .then(() => stdoutDrained())
+        .then(() => process.exit(0));
     }
   });
   gateway = await startGateway({
@@ -220,6 +224,7 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
     await Promise.all([management.close(), ...exited]);
     clearTimeout(timer);
     await control.close();
+    await stdoutDrained();
     process.exit(exitCode);
   };
   process.on('SIGINT', () => void stop(0));
