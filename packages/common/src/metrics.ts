@@ -187,7 +187,8 @@ export class CountingHistogram<T extends string> {
   readonly help: string;
   private readonly labelNames: readonly T[];
   private readonly upperBounds: readonly number[];
-  private readonly series: HistogramSeries[] = [];
+  /** Every series, by its label values joined. */
+  private readonly series = new Map<string, HistogramSeries>();
 
   constructor(options: {
     name: string;
@@ -205,23 +206,27 @@ export class CountingHistogram<T extends string> {
   }
 
   /**
-   * A new series for these label values, in `labelNames` order; keep it (`labelChildren`):
-   * each call makes another series.
+   * The series of these label values, in `labelNames` order (made on first use). Keep it
+   * (`labelChildren`) on a hot path: finding it joins the values.
    */
   labels(...values: string[]): HistogramSeries {
-    const labels: Record<string, string> = {};
-    this.labelNames.forEach((name, i) => {
-      labels[name] = values[i] ?? '';
-    });
-    const series = new HistogramSeries(labels, this.upperBounds);
-    this.series.push(series);
+    const key = values.join('\u0000');
+    let series = this.series.get(key);
+    if (series === undefined) {
+      const labels: Record<string, string> = {};
+      this.labelNames.forEach((name, i) => {
+        labels[name] = values[i] ?? '';
+      });
+      series = new HistogramSeries(labels, this.upperBounds);
+      this.series.set(key, series);
+    }
     return series;
   }
 
   async get(): Promise<HistogramSnapshot> {
     const values: HistogramSnapshot['values'] = [];
     const bucketName = `${this.name}_bucket`;
-    for (const series of this.series) {
+    for (const series of this.series.values()) {
       if (series.count === 0) continue;
       let cumulative = 0;
       // As prom-client writes them: `le` first, then the series' own labels.
@@ -251,7 +256,7 @@ export class CountingHistogram<T extends string> {
 
   /** Forgets every observation (what `Registry.resetMetrics` asks of a metric). */
   reset(): void {
-    for (const series of this.series) {
+    for (const series of this.series.values()) {
       series.counts.fill(0);
       series.sum = 0;
       series.count = 0;

@@ -16,7 +16,8 @@ function twins(values: readonly number[]) {
   const reference = new Registry();
   const histogram = new Histogram({ ...options, registers: [reference] });
   const counted = new Registry();
-  const series = labelChildren(new CountingHistogram({ ...options, registry: counted }));
+  const counting = new CountingHistogram({ ...options, registry: counted });
+  const series = labelChildren(counting);
   const labels = [
     ['GET', '/a'],
     ['POST', '/b "q"\n'],
@@ -26,7 +27,7 @@ function twins(values: readonly number[]) {
     histogram.labels(method, route).observe(value);
     series(method, route).observe(value);
   });
-  return { reference, counted, series };
+  return { reference, counted, counting, series };
 }
 
 describe('CountingHistogram', () => {
@@ -44,6 +45,16 @@ describe('CountingHistogram', () => {
         await Promise.all(workers.map((worker) => worker[which].getMetricsAsJSON())),
       ).metrics();
     expect(await total('counted')).toBe(await total('reference'));
+  });
+
+  it('gives the same series for the same label values, as prom-client counts them together', async () => {
+    const { reference, counted, counting } = twins(VALUES);
+    expect(counting.labels('GET', '/a')).toBe(counting.labels('GET', '/a'));
+    counting.labels('GET', '/a').observe(0.3);
+    (reference.getSingleMetric('demo_duration_seconds') as Histogram)
+      .labels('GET', '/a')
+      .observe(0.3);
+    expect(await counted.metrics()).toBe(await reference.metrics());
   });
 
   it('leaves out values that are not finite numbers, and forgets everything on reset', async () => {
