@@ -10,6 +10,7 @@ interface BufferDestination {
   flush(callback: (error?: Error) => void): void;
   /** sonic-boom's `write` event: how many bytes reached the file descriptor. */
   on(event: 'write', listener: (bytes: number) => void): unknown;
+  on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
 }
 
 /**
@@ -31,12 +32,21 @@ class LineBatch implements pino.DestinationStream {
   /** Bytes handed to sonic-boom, and bytes it has written: equal once everything is out. */
   private handed = 0;
   private written = 0;
+  /** A write failed: nothing more will reach the file descriptor. */
+  private broken = false;
   private readonly waiting: Array<() => void> = [];
 
   constructor(private readonly out: BufferDestination) {
     out.on('write', (bytes) => {
       this.written += bytes;
-      if (this.written >= this.handed) for (const done of this.waiting.splice(0)) done();
+      if (this.isDrained()) this.settle();
+    });
+    out.on('error', (error) => {
+      this.broken = true;
+      this.settle();
+      // pino's own listener, added before this one, stops logging on EPIPE (the reader is gone)
+      // and emits any other error again: that one stays as fatal as without this listener.
+      if (error.code !== 'EPIPE') throw error;
     });
   }
 
@@ -69,8 +79,16 @@ class LineBatch implements pino.DestinationStream {
    */
   drained(): Promise<void> {
     this.flush();
-    if (this.written >= this.handed) return Promise.resolve();
+    if (this.isDrained()) return Promise.resolve();
     return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private isDrained(): boolean {
+    return this.broken || this.written >= this.handed;
+  }
+
+  private settle(): void {
+    for (const done of this.waiting.splice(0)) done();
   }
 
   private hand(bytes: Buffer): void {

@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -174,21 +175,29 @@ describe('recordLineWriter', () => {
 });
 
 describe('batchedStdout', () => {
-  /** Runs the fixture on these lines and returns what reached its standard output. */
-  function written(lines: string[], ending: 'signal' | 'drain'): Buffer {
+  const fixture = join(import.meta.dirname, 'fixtures/batched-stdout-cli.ts');
+
+  /** Runs `use` with a file holding these lines as JSON, for the fixture to read. */
+  async function withLinesFile<T>(lines: string[], use: (file: string) => T | Promise<T>) {
     const dir = mkdtempSync(join(tmpdir(), 'batched-stdout-'));
     try {
       const file = join(dir, 'lines.json');
       writeFileSync(file, JSON.stringify(lines));
-      const fixture = join(import.meta.dirname, 'fixtures/batched-stdout-cli.ts');
+      return await use(file);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Runs the fixture on these lines and returns what reached its standard output. */
+  function written(lines: string[], ending: 'signal' | 'drain'): Promise<Buffer> {
+    return withLinesFile(lines, (file) => {
       const result = spawnSync(process.execPath, ['--import', 'tsx', fixture, file, ending], {
         maxBuffer: 64 << 20,
       });
       expect(result.status).toBe(0);
       return result.stdout;
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }
 
   // Multi-byte characters (two- and four-byte UTF-8) at every batch boundary, and lines longer
@@ -197,11 +206,24 @@ describe('batchedStdout', () => {
     i % 997 === 0 ? `${'é💥'.repeat(40_000 + i)}\n` : `line ${i} é 💥 ${'x'.repeat(i % 301)}\n`,
   );
 
-  it('writes every line, in order and byte for byte, when the event loop runs out', () => {
-    expect(written(lines, 'drain').equals(Buffer.from(lines.join('')))).toBe(true);
+  it('writes every line, in order and byte for byte, when the event loop runs out', async () => {
+    expect((await written(lines, 'drain')).equals(Buffer.from(lines.join('')))).toBe(true);
   });
 
-  it('writes every line before a graceful shutdown exits, though a write is under way', () => {
-    expect(written(lines, 'signal').equals(Buffer.from(lines.join('')))).toBe(true);
+  it('writes every line before a graceful shutdown exits, though a write is under way', async () => {
+    expect((await written(lines, 'signal')).equals(Buffer.from(lines.join('')))).toBe(true);
+  });
+
+  it('lets a graceful shutdown exit 0 when standard output has lost its reader', async () => {
+    const code = await withLinesFile(lines, async (file) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', fixture, file, 'signal'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      // The reader goes away: the log's writes fail with EPIPE and nothing more gets out.
+      child.stdout.destroy();
+      const [exitCode] = (await once(child, 'exit')) as [number | null];
+      return exitCode;
+    });
+    expect(code).toBe(0);
   });
 });
