@@ -7,7 +7,6 @@ const FLUSH_EVERY_MS = 100;
 /** sonic-boom in buffer mode, which its type declarations leave out (they name string writes). */
 interface BufferDestination {
   write(bytes: Buffer): boolean;
-  flush(callback: (error?: Error) => void): void;
   /** sonic-boom's `write` event: how many bytes reached the file descriptor. */
   on(event: 'write', listener: (bytes: number) => void): unknown;
   on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
@@ -34,7 +33,7 @@ class LineBatch implements pino.DestinationStream {
   private written = 0;
   /** A write failed: nothing more will reach the file descriptor. */
   private broken = false;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<(error?: Error) => void> = [];
 
   constructor(private readonly out: BufferDestination) {
     out.on('write', (bytes) => {
@@ -61,7 +60,11 @@ class LineBatch implements pino.DestinationStream {
     if (this.used >= BATCH_BYTES) this.flush();
   }
 
-  /** Hands the gathered lines over; with a callback (`logger.flush`), once they are written. */
+  /**
+   * Hands the gathered lines over; with a callback (`logger.flush`), calls it once every line
+   * written so far has reached the file descriptor (or can no longer). sonic-boom's own `flush`
+   * calls back at once when it has no `minLength`, whatever is still being written.
+   */
   flush(callback?: (error?: Error) => void): void {
     if (this.used > 0) {
       // sonic-boom keeps the bytes until they are written: the next batch gets a new buffer.
@@ -69,18 +72,9 @@ class LineBatch implements pino.DestinationStream {
       this.batch = Buffer.allocUnsafe(CAPACITY);
       this.used = 0;
     }
-    if (callback) this.out.flush(callback);
-  }
-
-  /**
-   * Settles once every line written so far has reached the file descriptor. sonic-boom writes
-   * asynchronously, and its exit hook cannot finish a write that is under way, so a process that
-   * exits on purpose waits for this first.
-   */
-  drained(): Promise<void> {
-    this.flush();
-    if (this.isDrained()) return Promise.resolve();
-    return new Promise((resolve) => this.waiting.push(resolve));
+    if (callback === undefined) return;
+    if (this.isDrained()) callback();
+    else this.waiting.push(callback);
   }
 
   private isDrained(): boolean {
@@ -120,9 +114,12 @@ export function batchedStdout(): pino.DestinationStream {
 }
 
 /**
- * Settles once every line written to `batchedStdout()` so far has reached standard output (at
- * once if it was never used): the last step of a graceful shutdown, before `process.exit`.
+ * Exits with `code` once every line written to `batchedStdout()` has reached standard output:
+ * how a process ends on purpose (a graceful shutdown), since sonic-boom writes asynchronously
+ * and no exit hook can finish a write under way.
  */
-export function stdoutDrained(): Promise<void> {
-  return stdoutBatch ? stdoutBatch.drained() : Promise.resolve();
+export async function exitOnceLogged(code: number): Promise<never> {
+  const batch = stdoutBatch;
+  if (batch) await new Promise<void>((resolve) => batch.flush(() => resolve()));
+  process.exit(code);
 }

@@ -6,7 +6,7 @@ export {
   type FrontHandler,
 } from './app.js';
 export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
-export { batchedStdout, stdoutDrained } from './batched-stdout.js';
+export { batchedStdout, exitOnceLogged } from './batched-stdout.js';
 export {
   ConfigError,
   type ConfigProblem,

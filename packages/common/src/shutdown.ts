@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { stdoutDrained } from './batched-stdout.js';
+import { exitOnceLogged } from './batched-stdout.js';
 
 type Closer = () => Promise<void>;
 
@@ -43,9 +43,7 @@ export function installSignalHandlers(options: SignalOptions = {}): void {
     }, options.graceMs ?? 10_000);
     timer.unref();
     // The log goes last: closing servers writes the final requests' lines.
-    void Promise.allSettled([...closers].map((close) => close()))
-      .then(() => stdoutDrained())
-      .then(() => process.exit(0));
+    void Promise.allSettled([...closers].map((close) => close())).then(() => exitOnceLogged(0));
   };
   process.on('SIGINT', handle);
   process.on('SIGTERM', handle);

@@ -3,9 +3,9 @@ import { mkdirSync } from 'node:fs';
 import {
   createLogger,
   ensureSelfSignedCertificate,
+  exitOnceLogged,
   type Logger,
   startServer,
-  stdoutDrained,
 } from '@mcp-identity/common';
 import { createControlPlane } from './control-plane.js';
 import type { McpProxyDefinition } from './definition.js';
@@ -69,9 +69,7 @@ async function runWorker(options: GatewayOptions): Promise<void> {
       );
     } else if (message.type === 'shutdown') {
       // The log goes last: closing writes the final requests' audit lines.
-      void (gateway?.close() ?? Promise.resolve())
-        .then(() => stdoutDrained())
-        .then(() => process.exit(0));
+      void (gateway?.close() ?? Promise.resolve()).then(() => exitOnceLogged(0));
     }
   });
   gateway = await startGateway({
@@ -224,8 +222,7 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
     await Promise.all([management.close(), ...exited]);
     clearTimeout(timer);
     await control.close();
-    await stdoutDrained();
-    process.exit(exitCode);
+    await exitOnceLogged(exitCode);
   };
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
