@@ -133,6 +133,7 @@ export {
   type ThrottleSpec,
 } from './throttle.js';
 export { createRedisThrottles, type RedisThrottles } from './throttle-redis.js';
+export { pinTickObjectMaps } from './tick-maps.js';
 export {
   certificateAuthorityPath,
   ensureCertificateAuthority,
