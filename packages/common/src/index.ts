@@ -50,6 +50,8 @@ export { createLogger, type Logger, type LoggerSettings, recordLineWriter } from
 export { type MainOptions, runMain } from './main.js';
 export { boundedMemo, weakMemo } from './memo.js';
 export {
+  CounterSeries,
+  CountingCounter,
   CountingHistogram,
   counterChildren,
   createMetricsRegistry,

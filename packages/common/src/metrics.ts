@@ -5,7 +5,7 @@ import type {
   onRequestAsyncHookHandler,
 } from 'fastify';
 import {
-  Counter,
+  type Counter,
   type CounterConfiguration,
   collectDefaultMetrics,
   type Histogram,
@@ -132,16 +132,120 @@ export function labelChildren<C>(metric: {
   };
 }
 
-/** A counter registered in `registry`, its children kept by labelChildren. */
+/** A `CountingCounter` registered in `registry`, its series kept by labelChildren. */
 export function counterChildren<T extends string>(
   registry: Registry,
-  configuration: Omit<CounterConfiguration<T>, 'registers'>,
-) {
-  return labelChildren(new Counter({ ...configuration, registers: [registry] }));
+  configuration: Omit<CounterConfiguration<T>, 'registers' | 'collect' | 'aggregator'> & {
+    labelNames: readonly T[];
+  },
+): (...values: string[]) => CounterSeries {
+  return labelChildren(new CountingCounter({ ...configuration, registry }));
 }
 
-/** What prom-client's registry reads from a histogram when it is scraped. */
+/** What prom-client's registry reads from a counter or a histogram when it is scraped. */
+type CounterSnapshot = Awaited<ReturnType<Counter<string>['get']>>;
 type HistogramSnapshot = Awaited<ReturnType<Histogram<string>['get']>>;
+
+/** A sample of a scraped metric, as prom-client's registry reads it. */
+type Sample = { labels: Record<string, string | number>; value: number; metricName?: string };
+
+/**
+ * What the counting metrics share: series found by their label values in plain numbers, and a
+ * registration in a prom-client registry, which reads any metric through `name`, `type`, `get`
+ * and `reset`, scrapes it and aggregates it across cluster workers (by sum) as one of its own.
+ */
+abstract class CountingMetric<S> {
+  abstract readonly type: 'counter' | 'histogram';
+  readonly aggregator = 'sum';
+  readonly name: string;
+  readonly help: string;
+  private readonly labelNames: readonly string[];
+  /** Every series, by its label values joined. */
+  private readonly series = new Map<string, S>();
+
+  constructor(
+    options: { name: string; help: string; labelNames: readonly string[]; registry: Registry },
+    private readonly makeSeries: (labels: Record<string, string>) => S,
+  ) {
+    this.name = options.name;
+    this.help = options.help;
+    this.labelNames = options.labelNames;
+    options.registry.registerMetric(this as unknown as Counter<string>);
+  }
+
+  /**
+   * The series of these label values, in `labelNames` order (made on first use). Keep it
+   * (`labelChildren`) on a hot path: finding it joins the values.
+   */
+  labels(...values: string[]): S {
+    const key = values.join('\u0000');
+    let series = this.series.get(key);
+    if (series === undefined) {
+      const labels: Record<string, string> = {};
+      this.labelNames.forEach((name, i) => {
+        labels[name] = values[i] ?? '';
+      });
+      series = this.makeSeries(labels);
+      this.series.set(key, series);
+    }
+    return series;
+  }
+
+  protected allSeries(): IterableIterator<S> {
+    return this.series.values();
+  }
+
+  /** The scrape of these samples (prom-client's types also name a `collect`, never returned). */
+  protected snapshot<R>(values: Sample[]): R {
+    const { name, help, type, aggregator } = this;
+    return { name, help, type, aggregator, values } as unknown as R;
+  }
+}
+
+/** One series of a `CountingCounter`: its label values and its count, a plain number. */
+export class CounterSeries {
+  value = 0;
+
+  constructor(readonly labels: Readonly<Record<string, string>>) {}
+
+  /** Adds `amount` (1 by default); prom-client's counters refuse a negative one, and so does this. */
+  inc(amount = 1): void {
+    if (!(amount >= 0)) throw new Error(`counters only go up: cannot add ${amount}`);
+    this.value += amount;
+  }
+}
+
+/**
+ * A counter for hot paths, scraped, aggregated and written exactly as a prom-client `Counter` of
+ * the same name, help and labels whose series were made with `labels(...)` (a series is written
+ * from its first use on, at 0 until counted). prom-client's `inc`, even on a label child, checks
+ * and hashes the label values again on every call.
+ */
+export class CountingCounter<T extends string> extends CountingMetric<CounterSeries> {
+  readonly type = 'counter';
+
+  constructor(options: {
+    name: string;
+    help: string;
+    labelNames: readonly T[];
+    registry: Registry;
+  }) {
+    super(options, (labels) => new CounterSeries(labels));
+  }
+
+  async get(): Promise<CounterSnapshot> {
+    const values: Sample[] = [];
+    for (const series of this.allSeries()) {
+      values.push({ labels: { ...series.labels }, value: series.value });
+    }
+    return this.snapshot<CounterSnapshot>(values);
+  }
+
+  /** Sets every count back to 0 (what `Registry.resetMetrics` asks of a metric). */
+  reset(): void {
+    for (const series of this.allSeries()) series.value = 0;
+  }
+}
 
 /**
  * One series of a `CountingHistogram`: its label values and its observations, counted in plain
@@ -173,22 +277,15 @@ export class HistogramSeries {
 }
 
 /**
- * A histogram for hot paths, registered in a prom-client registry and scraped, aggregated across
- * cluster workers and written exactly as a prom-client `Histogram` of the same name, help,
- * labels and buckets. Its series count observations in plain numbers: prom-client's
- * `observe`, even on a label child, checks and joins the label values again and looks its
- * bucket up by a number turned into a property name on every call, which costs more than the
- * rest of a proxied request's bookkeeping.
+ * A histogram for hot paths, scraped, aggregated and written exactly as a prom-client `Histogram`
+ * of the same name, help, labels and buckets. prom-client's `observe`, even on a label child,
+ * checks and joins the label values again and looks its bucket up by a number turned into a
+ * property name on every call, which costs more than the rest of a proxied request's
+ * bookkeeping.
  */
-export class CountingHistogram<T extends string> {
+export class CountingHistogram<T extends string> extends CountingMetric<HistogramSeries> {
   readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  readonly name: string;
-  readonly help: string;
-  private readonly labelNames: readonly T[];
   private readonly upperBounds: readonly number[];
-  /** Every series, by its label values joined. */
-  private readonly series = new Map<string, HistogramSeries>();
 
   constructor(options: {
     name: string;
@@ -197,36 +294,15 @@ export class CountingHistogram<T extends string> {
     buckets: readonly number[];
     registry: Registry;
   }) {
-    this.name = options.name;
-    this.help = options.help;
-    this.labelNames = options.labelNames;
-    this.upperBounds = [...options.buckets].sort((a, b) => a - b);
-    // The registry reads any metric through `name`, `type`, `get` and `reset`.
-    options.registry.registerMetric(this as unknown as Histogram<T>);
-  }
-
-  /**
-   * The series of these label values, in `labelNames` order (made on first use). Keep it
-   * (`labelChildren`) on a hot path: finding it joins the values.
-   */
-  labels(...values: string[]): HistogramSeries {
-    const key = values.join('\u0000');
-    let series = this.series.get(key);
-    if (series === undefined) {
-      const labels: Record<string, string> = {};
-      this.labelNames.forEach((name, i) => {
-        labels[name] = values[i] ?? '';
-      });
-      series = new HistogramSeries(labels, this.upperBounds);
-      this.series.set(key, series);
-    }
-    return series;
+    const upperBounds = [...options.buckets].sort((a, b) => a - b);
+    super(options, (labels) => new HistogramSeries(labels, upperBounds));
+    this.upperBounds = upperBounds;
   }
 
   async get(): Promise<HistogramSnapshot> {
-    const values: HistogramSnapshot['values'] = [];
+    const values: Sample[] = [];
     const bucketName = `${this.name}_bucket`;
-    for (const series of this.series.values()) {
+    for (const series of this.allSeries()) {
       if (series.count === 0) continue;
       let cumulative = 0;
       // As prom-client writes them: `le` first, then the series' own labels.
@@ -244,19 +320,12 @@ export class CountingHistogram<T extends string> {
         { labels: { ...series.labels }, value: series.count, metricName: `${this.name}_count` },
       );
     }
-    // prom-client's type also names a `collect`, which its own histograms do not return.
-    return {
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      aggregator: this.aggregator,
-      values,
-    } as unknown as HistogramSnapshot;
+    return this.snapshot<HistogramSnapshot>(values);
   }
 
   /** Forgets every observation (what `Registry.resetMetrics` asks of a metric). */
   reset(): void {
-    for (const series of this.series.values()) {
+    for (const series of this.allSeries()) {
       series.counts.fill(0);
       series.sum = 0;
       series.count = 0;

@@ -1,5 +1,11 @@
-import { CountingHistogram, DURATION_BUCKETS, labelChildren } from '@mcp-identity/common';
-import { AggregatorRegistry, Histogram, Registry } from 'prom-client';
+import {
+  CountingCounter,
+  CountingHistogram,
+  counterChildren,
+  DURATION_BUCKETS,
+  labelChildren,
+} from '@mcp-identity/common';
+import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 
 /** Durations around and on every bound, below the first and above the last. */
@@ -30,6 +36,15 @@ function twins(values: readonly number[]) {
   return { reference, counted, counting, series };
 }
 
+/** What a cluster primary writes for these workers' registries (prom-client's aggregation). */
+async function clusterTotal(
+  workers: readonly Record<'reference' | 'counted', Registry>[],
+  which: 'reference' | 'counted',
+): Promise<string> {
+  const snapshots = await Promise.all(workers.map((worker) => worker[which].getMetricsAsJSON()));
+  return AggregatorRegistry.aggregate(snapshots).metrics();
+}
+
 describe('CountingHistogram', () => {
   it('is written as a prom-client Histogram with the same observations', async () => {
     const { reference, counted } = twins(VALUES);
@@ -40,11 +55,7 @@ describe('CountingHistogram', () => {
 
   it('adds up across cluster workers as a prom-client Histogram does', async () => {
     const workers = [twins(VALUES), twins(VALUES.slice(3)), twins([])];
-    const total = async (which: 'reference' | 'counted') =>
-      AggregatorRegistry.aggregate(
-        await Promise.all(workers.map((worker) => worker[which].getMetricsAsJSON())),
-      ).metrics();
-    expect(await total('counted')).toBe(await total('reference'));
+    expect(await clusterTotal(workers, 'counted')).toBe(await clusterTotal(workers, 'reference'));
   });
 
   it('gives the same series for the same label values, as prom-client counts them together', async () => {
@@ -70,5 +81,63 @@ describe('CountingHistogram', () => {
     expect(await counted.metrics()).toContain(
       'demo_duration_seconds_count{method="GET",route="/a"} 1\n',
     );
+  });
+});
+
+/** The same counts in a prom-client Counter and in a CountingCounter (through counterChildren). */
+function counterTwins(counts: readonly number[]) {
+  const options = {
+    name: 'demo_requests_total',
+    help: 'Requests with "quotes" and a back\\slash.',
+    labelNames: ['method', 'status'] as const,
+  };
+  const reference = new Registry();
+  const counter = new Counter({ ...options, registers: [reference] });
+  const counted = new Registry();
+  const series = counterChildren(counted, options);
+  const labels = [
+    ['GET', '200'],
+    ['POST', '4"0\n0'],
+    ['GET', '500'],
+  ] as const;
+  counts.forEach((amount, i) => {
+    const [method, status] = labels[i % labels.length] as readonly [string, string];
+    counter.labels(method, status).inc(amount);
+    series(method, status).inc(amount);
+  });
+  return { reference, counted, series };
+}
+
+describe('CountingCounter', () => {
+  const COUNTS = [1, 1, 2, 0.5, 1, 0, 3, 1e9, 1];
+
+  it('is written as a prom-client Counter with the same counts', async () => {
+    const { reference, counted } = counterTwins(COUNTS);
+    const text = await counted.metrics();
+    expect(text).toBe(await reference.metrics());
+    expect(text).toContain('demo_requests_total{method="POST",status="4\\"0\\n0"} 1000000002\n');
+  });
+
+  it('adds up across cluster workers as a prom-client Counter does', async () => {
+    const workers = [counterTwins(COUNTS), counterTwins(COUNTS.slice(2)), counterTwins([])];
+    expect(await clusterTotal(workers, 'counted')).toBe(await clusterTotal(workers, 'reference'));
+  });
+
+  it('gives the same series for the same label values, and refuses to count down', async () => {
+    const counted = new Registry();
+    const counter = new CountingCounter({
+      name: 'demo_total',
+      help: 'Demo.',
+      labelNames: ['kind'] as const,
+      registry: counted,
+    });
+    expect(counter.labels('a')).toBe(counter.labels('a'));
+    counter.labels('a').inc();
+    counter.labels('a').inc(2);
+    expect(() => counter.labels('a').inc(-1)).toThrow(/only go up/);
+    expect(() => counter.labels('a').inc(Number.NaN)).toThrow(/only go up/);
+    expect(await counted.metrics()).toContain('demo_total{kind="a"} 3\n');
+    counted.resetMetrics();
+    expect(await counted.metrics()).toContain('demo_total{kind="a"} 0\n');
   });
 });

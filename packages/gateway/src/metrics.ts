@@ -1,4 +1,6 @@
 import {
+  type CounterSeries,
+  CountingCounter,
   CountingHistogram,
   createMetricsRegistry,
   DURATION_BUCKETS,
@@ -59,36 +61,26 @@ function leLast(exposition: string): string {
 
 /** One proxy's series: request counts by method label and decision, and its latency series. */
 interface ProxySeries {
-  requests: Map<string, Map<string, { value: number }>>;
+  /** By method label, then decision. */
+  requests: Map<string, Map<string, CounterSeries>>;
   latency: HistogramSeries;
 }
 
 /**
  * The gateway's metrics on prom-client, in a registry of its own (several gateways may share a
- * process), with Node.js process metrics. A request is counted in a plain number found through
- * the label values it already has, and the counts are handed to the prom-client counter when it
- * is scraped: a prom-client child hashes its labels on every call, which would cost more than
- * the rest of the recording. The latency goes to a `CountingHistogram` series kept per proxy,
- * for the same reason.
+ * process), with Node.js process metrics. Requests are counted in a `CountingCounter` and timed in
+ * a `CountingHistogram` (common), whose series are found through the label values the request
+ * already has: a prom-client child hashes its labels on every call, which would cost more than
+ * the rest of the recording.
  */
 export class GatewayMetrics {
   private readonly registry = createMetricsRegistry();
   private readonly proxies = new Map<string, ProxySeries>();
-  private readonly requests: Counter<'proxy' | 'method' | 'decision'> = new Counter({
+  private readonly requests = new CountingCounter({
     name: REQUESTS,
     help: 'MCP requests handled by the gateway.',
     labelNames: ['proxy', 'method', 'decision'] as const,
-    registers: [this.registry],
-    collect: () => {
-      this.requests.reset();
-      for (const [proxy, { requests }] of this.proxies) {
-        for (const [method, byDecision] of requests) {
-          for (const [decision, { value }] of byDecision) {
-            this.requests.labels(proxy, method, decision).inc(value);
-          }
-        }
-      }
-    },
+    registry: this.registry,
   });
   private readonly latency = new CountingHistogram({
     name: 'mcp_gateway_request_duration_seconds',
@@ -127,9 +119,12 @@ export class GatewayMetrics {
       byDecision = new Map();
       series.requests.set(label, byDecision);
     }
-    const counter = byDecision.get(decision);
-    if (counter) counter.value += 1;
-    else byDecision.set(decision, { value: 1 });
+    let counter = byDecision.get(decision);
+    if (!counter) {
+      counter = this.requests.labels(proxy, label, decision);
+      byDecision.set(decision, counter);
+    }
+    counter.inc();
     series.latency.observe(seconds);
   }
 
