@@ -333,9 +333,10 @@ export class UserStore {
     params: unknown[],
     page: Page,
   ): SearchResult {
-    const rows = this.db
-      .prepare(`SELECT u.* FROM users u WHERE u.id IN (${ids}) ORDER BY u.id`)
-      .iterate(...params) as IterableIterator<UserRow>;
+    const rows = statement(
+      this.db,
+      `SELECT u.* FROM users u WHERE u.id IN (${ids}) ORDER BY u.id`,
+    ).iterate(...params) as IterableIterator<UserRow>;
     return this.collect(rows, tree, page);
   }
 
