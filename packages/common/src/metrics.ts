@@ -4,13 +4,7 @@ import type {
   FastifyRequest,
   onRequestAsyncHookHandler,
 } from 'fastify';
-import {
-  type Counter,
-  type CounterConfiguration,
-  collectDefaultMetrics,
-  type Histogram,
-  Registry,
-} from 'prom-client';
+import { type Counter, collectDefaultMetrics, type Histogram, Registry } from 'prom-client';
 import { bearerToken } from './http-auth.js';
 import { constantTimeEqual } from './secrets.js';
 
@@ -135,9 +129,7 @@ export function labelChildren<C>(metric: {
 /** A `CountingCounter` registered in `registry`, its series kept by labelChildren. */
 export function counterChildren<T extends string>(
   registry: Registry,
-  configuration: Omit<CounterConfiguration<T>, 'registers' | 'collect' | 'aggregator'> & {
-    labelNames: readonly T[];
-  },
+  configuration: { name: string; help: string; labelNames: readonly T[] },
 ): (...values: string[]) => CounterSeries {
   return labelChildren(new CountingCounter({ ...configuration, registry }));
 }

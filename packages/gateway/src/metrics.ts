@@ -1,10 +1,9 @@
 import {
-  type CounterSeries,
   CountingCounter,
   CountingHistogram,
   createMetricsRegistry,
   DURATION_BUCKETS,
-  type HistogramSeries,
+  labelChildren,
 } from '@mcp-identity/common';
 import { AggregatorRegistry, Counter, Registry } from 'prom-client';
 
@@ -59,36 +58,32 @@ function leLast(exposition: string): string {
   return exposition.replace(BUCKET_LE_FIRST, '$1{$3,le="$2"}');
 }
 
-/** One proxy's series: request counts by method label and decision, and its latency series. */
-interface ProxySeries {
-  /** By method label, then decision. */
-  requests: Map<string, Map<string, CounterSeries>>;
-  latency: HistogramSeries;
-}
-
 /**
  * The gateway's metrics on prom-client, in a registry of its own (several gateways may share a
  * process), with Node.js process metrics. Requests are counted in a `CountingCounter` and timed in
- * a `CountingHistogram` (common), whose series are found through the label values the request
- * already has: a prom-client child hashes its labels on every call, which would cost more than
- * the rest of the recording.
+ * a `CountingHistogram` (common), whose series `labelChildren` finds through the label values the
+ * request already has: a prom-client child hashes its labels on every call, which would cost more
+ * than the rest of the recording.
  */
 export class GatewayMetrics {
   private readonly registry = createMetricsRegistry();
-  private readonly proxies = new Map<string, ProxySeries>();
-  private readonly requests = new CountingCounter({
-    name: REQUESTS,
-    help: 'MCP requests handled by the gateway.',
-    labelNames: ['proxy', 'method', 'decision'] as const,
-    registry: this.registry,
-  });
-  private readonly latency = new CountingHistogram({
-    name: 'mcp_gateway_request_duration_seconds',
-    help: 'Time from request to the end of the response.',
-    labelNames: ['proxy'] as const,
-    buckets: DURATION_BUCKETS,
-    registry: this.registry,
-  });
+  private readonly requests = labelChildren(
+    new CountingCounter({
+      name: REQUESTS,
+      help: 'MCP requests handled by the gateway.',
+      labelNames: ['proxy', 'method', 'decision'] as const,
+      registry: this.registry,
+    }),
+  );
+  private readonly latency = labelChildren(
+    new CountingHistogram({
+      name: 'mcp_gateway_request_duration_seconds',
+      help: 'Time from request to the end of the response.',
+      labelNames: ['proxy'] as const,
+      buckets: DURATION_BUCKETS,
+      registry: this.registry,
+    }),
+  );
   private readonly uncaught = new Counter({
     name: 'mcp_gateway_uncaught_errors_total',
     help: 'Errors no handler caught, contained by the process guard.',
@@ -108,24 +103,8 @@ export class GatewayMetrics {
   }
 
   record(proxy: string, method: string, decision: string, seconds: number): void {
-    let series = this.proxies.get(proxy);
-    if (!series) {
-      series = { requests: new Map(), latency: this.latency.labels(proxy) };
-      this.proxies.set(proxy, series);
-    }
-    const label = methodLabel(method);
-    let byDecision = series.requests.get(label);
-    if (!byDecision) {
-      byDecision = new Map();
-      series.requests.set(label, byDecision);
-    }
-    let counter = byDecision.get(decision);
-    if (!counter) {
-      counter = this.requests.labels(proxy, label, decision);
-      byDecision.set(decision, counter);
-    }
-    counter.inc();
-    series.latency.observe(seconds);
+    this.requests(proxy, methodLabel(method), decision).inc();
+    this.latency(proxy).observe(seconds);
   }
 
   /** This process's metrics in the Prometheus text format. */
