@@ -228,6 +228,9 @@ const NGINX_1 = 'nginx proxy, 1 worker';
 const NGINX_N = `nginx proxy, ${CORES} workers`;
 /** The floor of a proxy in Node.js: `node:http` + undici `dispatch`, nothing else. */
 const NODE_PROXY = 'node:http + undici proxy, nothing else';
+/** The same floor as `node:cluster` workers, for the gateway's `--workers` rows. */
+const nodeProxyWorkers = (workers: number) =>
+  `node:http + undici proxy, ${workers} workers, nothing else`;
 
 async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   const client = await pickLoadClient(args.client);
@@ -265,6 +268,10 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
     }
     const nodeProxy = started(await spawnNodeProxy(upstream.url));
     targets.push({ name: NODE_PROXY, url: nodeProxy.url, pid: nodeProxy.pid });
+    if (workers !== undefined) {
+      const cluster = started(await spawnNodeProxy(upstream.url, workers));
+      targets.push({ name: nodeProxyWorkers(workers), url: cluster.url, pid: cluster.pid });
+    }
     const gateways = {
       dir,
       keyManager: keyManagerConfig,
@@ -553,10 +560,13 @@ function goalLines(
     .filter((t) => t.name.includes('warm cache'))
     .map((target) => {
       const r = results.get(target.name) as Measured;
-      const sameCores = results.get(target.name.includes('--workers') ? NGINX_N : NGINX_1);
+      const workers = /--workers (\d+)/.exec(target.name)?.[1];
+      const sameCores = results.get(workers ? NGINX_N : NGINX_1);
+      const floor = workers ? nodeProxyWorkers(Number(workers)) : NODE_PROXY;
+      const floorCpu = results.get(floor)?.cpuMsPerRequest;
       const rssMb = fixed((r.peakRss ?? Number.NaN) / 2 ** 20, 0);
       const rssRatio = fixed((r.peakRss ?? Number.NaN) / (target.idleRss ?? Number.NaN), 2);
-      return `${connections} conns, ${target.name}: ${percent(r.rps, sameCores?.rps)} of nginx as proxy on the same cores (goal ≥ 35%), CPU ${fixed(r.cpuMsPerRequest, 4)} ms/req (≤ 0.04), added p50 ${fixed(r.p50Ms - direct.p50Ms, 2)} ms (≤ 0.2 at 10 connections), peak RSS ${rssMb} MB = ${rssRatio}× idle (≤ 1.5×)`;
+      return `${connections} conns, ${target.name}: ${percent(r.rps, sameCores?.rps)} of nginx as proxy on the same cores (goal ≥ 35%), CPU ${fixed(r.cpuMsPerRequest, 4)} ms/req (≤ 0.04; ${times(r.cpuMsPerRequest, floorCpu, 2)} "${floor}"), added p50 ${fixed(r.p50Ms - direct.p50Ms, 2)} ms (≤ 0.2 at 10 connections), peak RSS ${rssMb} MB = ${rssRatio}× idle (≤ 1.5×)`;
     });
 }
 

@@ -25,7 +25,8 @@ export interface RunningProcess {
 /** Starts one of the kit's servers as its own process, so it never shares an event loop. */
 async function spawnKitServer(file: string, args: string[] = []): Promise<RunningProcess> {
   const entry = fileURLToPath(new URL(file, import.meta.url));
-  const child = spawn(process.execPath, [...process.execArgv, entry, ...args], {
+  // tsx runs the TypeScript entry, whether the caller itself runs under tsx (a bench) or not (a test).
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = once(child, 'exit');
@@ -53,7 +54,10 @@ export function spawnFastUpstream(): Promise<RunningProcess> {
   return spawnKitServer('./fast-upstream-server.ts');
 }
 
-/** Starts `node-proxy-server.ts` in front of `upstreamUrl`: the floor of a Node.js proxy. */
-export function spawnNodeProxy(upstreamUrl: string): Promise<RunningProcess> {
-  return spawnKitServer('./node-proxy-server.ts', [upstreamUrl]);
+/**
+ * Starts `node-proxy-server.ts` in front of `upstreamUrl`: the floor of a Node.js proxy, as one
+ * process or as `workers` cluster workers.
+ */
+export function spawnNodeProxy(upstreamUrl: string, workers = 1): Promise<RunningProcess> {
+  return spawnKitServer('./node-proxy-server.ts', [upstreamUrl, String(workers)]);
 }

@@ -3,15 +3,18 @@
  * upstream given as its argument through undici's `dispatch` and streams the answer back, with
  * no routing, parsing, policy or log. Started as its own process by `spawnNodeProxy`, it shows
  * how much of the gateway's cost is Node's HTTP server and undici rather than the gateway;
- * prints its URL on stdout.
+ * prints its URL on stdout. A second argument above 1 runs that many `node:cluster` workers on
+ * one port, as `gateway serve --workers` does, so that the gateway's worker rows have a floor
+ * on the same number of processes.
  */
+import cluster from 'node:cluster';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Dispatcher, Pool } from 'undici';
 
 const upstream = new URL(process.argv[2] as string);
-const pool = new Pool(upstream.origin, { connections: 128, keepAliveTimeout: 30_000 });
+const workers = Number(process.argv[3] ?? 1);
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host']);
 
 class Relay implements Dispatcher.DispatchHandler {
@@ -46,30 +49,49 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 }
 
-const server = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.once('end', () => {
-    const headers: Record<string, string | string[]> = {};
-    for (const name in request.headers) {
-      const value = request.headers[name];
-      if (value !== undefined && !HOP_BY_HOP.has(name) && name !== 'content-length') {
-        headers[name] = value;
+async function serve(): Promise<string> {
+  const pool = new Pool(upstream.origin, { connections: 128, keepAliveTimeout: 30_000 });
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.once('end', () => {
+      const headers: Record<string, string | string[]> = {};
+      for (const name in request.headers) {
+        const value = request.headers[name];
+        if (value !== undefined && !HOP_BY_HOP.has(name) && name !== 'content-length') {
+          headers[name] = value;
+        }
       }
-    }
-    pool.dispatch(
-      {
-        path: upstream.pathname,
-        method: request.method as Dispatcher.HttpMethod,
-        headers,
-        body: Buffer.concat(chunks),
-      },
-      new Relay(response),
-    );
+      pool.dispatch(
+        {
+          path: upstream.pathname,
+          method: request.method as Dispatcher.HttpMethod,
+          headers,
+          body: Buffer.concat(chunks),
+        },
+        new Relay(response),
+      );
+    });
   });
-});
-server.keepAliveTimeout = 75_000;
-server.listen(0, '127.0.0.1');
-await once(server, 'listening');
-console.log(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
-process.once('SIGTERM', () => server.close(() => process.exit(0)));
+  server.keepAliveTimeout = 75_000;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  process.once('SIGTERM', () => server.close(() => process.exit(0)));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+}
+
+if (workers > 1 && cluster.isPrimary) {
+  const forked = Array.from({ length: workers }, () => cluster.fork());
+  const urls = await Promise.all(forked.map(async (worker) => (await once(worker, 'message'))[0]));
+  console.log(urls[0]);
+  process.once('SIGTERM', async () => {
+    const exits = forked.map((worker) => once(worker, 'exit'));
+    for (const worker of forked) worker.kill('SIGTERM');
+    await Promise.all(exits);
+    process.exit(0);
+  });
+} else if (cluster.isWorker) {
+  process.send?.(await serve());
+} else {
+  console.log(await serve());
+}

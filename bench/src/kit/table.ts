@@ -20,8 +20,8 @@ export function percent(part: number | undefined, whole: number | undefined): st
 }
 
 /** How many times `whole` is `part`, e.g. "7.4×". */
-export function times(part: number | undefined, whole: number | undefined): string {
+export function times(part: number | undefined, whole: number | undefined, digits = 1): string {
   return part === undefined || whole === undefined || whole === 0
     ? '—'
-    : `${(part / whole).toFixed(1)}×`;
+    : `${(part / whole).toFixed(digits)}×`;
 }
