@@ -56,6 +56,8 @@ enum Kind {
   Literal,
 }
 
+const EMPTY: Buffer = Buffer.alloc(0);
+
 /** Where one member's value lies in the body. */
 class Span {
   kind = Kind.Absent;
@@ -63,6 +65,13 @@ class Span {
   end = 0;
   /** A string value written with a backslash escape: decoded by JSON.parse. */
   escaped = false;
+
+  clear(): void {
+    this.kind = Kind.Absent;
+    this.start = 0;
+    this.end = 0;
+    this.escaped = false;
+  }
 }
 
 /** Whitespace between JSON tokens (RFC 8259 §2): space, tab, line feed, carriage return. */
@@ -142,7 +151,8 @@ const PARAMS_NAMES: ReadonlyArray<readonly [string, Member]> = [
  * peer that keeps the first one would see a different request than we authorised: every case
  * spelling of `jsonrpc`, `id`, `method`, `params`, `params.name` and `params.uri` is counted,
  * escapes decoded, so that such bodies can be refused. Iterative, so nesting depth is bounded
- * only by the body size limit, as with JSON.parse.
+ * only by the body size limit, as with JSON.parse. One scanner serves every body in turn
+ * (`reset`): a scan runs to its end synchronously, and what outlives it is copied out of it.
  */
 class BodyScan {
   readonly jsonrpc = new Span();
@@ -166,10 +176,28 @@ class BodyScan {
   /** A name above was spelt more than once, in any case. */
   ambiguous = false;
   topIsObject = false;
-  /** Spellings seen per member (a plain array: a typed array costs more to make per body). */
+  /** Spellings seen per member. */
   private readonly spellings = [0, 0, 0, 0, 0, 0, 0];
+  private bytes = EMPTY;
 
-  constructor(private readonly bytes: Buffer) {}
+  /** Drops the body scanned last. */
+  release(): void {
+    this.bytes = EMPTY;
+  }
+
+  /** Makes the scanner ready for `bytes`, forgetting the body before. */
+  reset(bytes: Buffer): this {
+    this.bytes = bytes;
+    for (const span of this.spans) span?.clear();
+    this.spellings.fill(0);
+    this.hasResult = false;
+    this.hasError = false;
+    this.ambiguous = false;
+    this.topIsObject = false;
+    this.escaped = false;
+    this.lastMember = Member.Other;
+    return this;
+  }
 
   /** Whether the body is one JSON value and nothing else. */
   run(): boolean {
@@ -411,7 +439,8 @@ function stringAt(scan: BodyScan, span: Span): string {
 
 /**
  * A request or notification as parsed: its `params` object is built only when something reads
- * it (the protocol version of an `initialize`), not for every call.
+ * it (the protocol version of an `initialize`), not for every call. `paramsEnd` is 0 when the
+ * message has no `params`.
  */
 class ParsedCall implements McpCall {
   private parsed: Record<string, unknown> | undefined | null = null;
@@ -420,27 +449,42 @@ class ParsedCall implements McpCall {
     readonly id: JsonRpcId,
     readonly method: string,
     readonly target: string,
-    private readonly scan: BodyScan,
+    private readonly body: Buffer,
+    private readonly paramsStart: number,
+    private readonly paramsEnd: number,
   ) {}
 
   get params(): Record<string, unknown> | undefined {
     if (this.parsed === null) {
-      const { params } = this.scan;
       this.parsed =
-        params.kind === Kind.Absent
+        this.paramsEnd === 0
           ? undefined
-          : (JSON.parse(this.scan.text(params.start, params.end)) as Record<string, unknown>);
+          : (JSON.parse(this.body.toString(undefined, this.paramsStart, this.paramsEnd)) as Record<
+              string,
+              unknown
+            >);
     }
     return this.parsed;
   }
 }
+
+const scanner = new BodyScan();
 
 /**
  * Parses a POSTed MCP message strictly: one JSON-RPC request or notification object (no
  * batches), with unambiguous `method`, `params`, `params.name` and `params.uri` members.
  */
 export function parseMcpBody(body: Buffer | string): ParseResult {
-  const scan = new BodyScan(typeof body === 'string' ? Buffer.from(body) : body);
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  try {
+    return parseScanned(scanner.reset(bytes), bytes);
+  } finally {
+    // The scanner waits for the next body without holding on to this one.
+    scanner.release();
+  }
+}
+
+function parseScanned(scan: BodyScan, body: Buffer): ParseResult {
   if (!scan.run()) return PARSE_ERROR;
   if (!scan.topIsObject || scan.ambiguous) return INVALID;
   const { jsonrpc, id: idSpan, method: methodSpan, params } = scan;
@@ -473,7 +517,11 @@ export function parseMcpBody(body: Buffer | string): ParseResult {
     if (span.kind !== Kind.String) return INVALID;
     target = stringAt(scan, span);
   }
-  return { ok: true, call: new ParsedCall(id ?? null, method, target, scan) };
+  const paramsEnd = params.kind === Kind.Absent ? 0 : params.end;
+  return {
+    ok: true,
+    call: new ParsedCall(id ?? null, method, target, body, params.start, paramsEnd),
+  };
 }
 
 /** Best-effort request id for error replies when the body is not a usable request. */

@@ -161,3 +161,23 @@ describe('parseMcpBody against JSON.parse and the member names as written', () =
     expect(failures.slice(0, 5)).toEqual([]);
   });
 });
+
+describe('parseMcpBody, one body after another', () => {
+  it("keeps each call's params its own when they are read after later bodies were parsed", () => {
+    const body = (version: string) =>
+      Buffer.from(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: version },
+        }),
+      );
+    const first = parseMcpBody(body('2025-06-18'));
+    const second = parseMcpBody(body('2025-03-26'));
+    const refused = parseMcpBody('{"jsonrpc":"2.0","method":"x","params":[1]}');
+    expect(refused.ok).toBe(false);
+    expect(first.ok && first.call.params).toEqual({ protocolVersion: '2025-06-18' });
+    expect(second.ok && second.call.params).toEqual({ protocolVersion: '2025-03-26' });
+  });
+});
