@@ -3,7 +3,6 @@
  * keep-alive pool per origin), a per-request timeout covering headers and body, and a cap on
  * the response size.
  */
-
 import type { IncomingHttpHeaders } from 'node:http';
 import { boundedMemo } from '@mcp-identity/common';
 import { Agent, type Dispatcher } from 'undici';

@@ -3,7 +3,6 @@
  * reference runner derives them), credential lookup, the OAuth2 client-credentials token
  * request, and applying credentials to a request.
  */
-
 import { createHash } from 'node:crypto';
 import { boundedMemo, weakMemo } from '@mcp-identity/common';
 import { describeUrl, type HttpClient } from './http.js';
