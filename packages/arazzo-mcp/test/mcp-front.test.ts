@@ -1,8 +1,6 @@
 import { request as httpRequest } from 'node:http';
-import { Writable } from 'node:stream';
 import { createArazzoMcpApp, createToolCatalog } from '@mcp-identity/arazzo-mcp';
-import { createLogger } from '@mcp-identity/common';
-import { startTestServer } from '@mcp-identity/common/testing';
+import { lineLogger, startTestServer } from '@mcp-identity/common/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ECHO_USER_RUNNER,
@@ -22,20 +20,10 @@ interface LogLine {
   req?: { url?: string };
 }
 
-function capturingLogger(lines: LogLine[]) {
-  const destination = new Writable({
-    write(chunk, _encoding, callback) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      callback();
-    },
-  });
-  return createLogger({ level: 'info', pretty: false, destination });
-}
-
 async function startApp(lines: LogLine[], guarded: boolean): Promise<string> {
   const app = createArazzoMcpApp({
     catalog: createToolCatalog(GET_USER_WORKFLOWS, ECHO_USER_RUNNER),
-    logger: capturingLogger(lines),
+    logger: lineLogger((line) => lines.push(line as LogLine)),
     requiredHeader: { name: 'X-Gateway-Auth', value: SECRET },
     allowedOrigins: [INSPECTOR],
     // A guard that lets everything through keeps every /mcp request on the Fastify route.

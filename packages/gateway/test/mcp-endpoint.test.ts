@@ -1,12 +1,7 @@
 import { request } from 'node:http';
-import { useTempDir } from '@mcp-identity/common/testing';
+import { lineLogger, useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type GatewayFixture,
-  lineLogger,
-  proxyDefinition,
-  startTestGateway,
-} from './fixtures/gateway.js';
+import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { MCP_POST_HEADERS, rawRequest } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';

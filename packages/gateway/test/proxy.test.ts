@@ -1,11 +1,6 @@
-import { useTempDir } from '@mcp-identity/common/testing';
+import { lineLogger, useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type GatewayFixture,
-  lineLogger,
-  proxyDefinition,
-  startTestGateway,
-} from './fixtures/gateway.js';
+import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { connectClient, json, postMcp, toolCall } from './fixtures/mcp-client.js';
 import { startUpstream, type Upstream } from './fixtures/upstream.js';

@@ -19,6 +19,7 @@ export {
   startInspector,
   type TestInspector,
 } from './inspector.js';
+export { lineLogger } from './line-logger.js';
 export {
   type LoadBalancerOptions,
   nginxMissing,
