@@ -21,18 +21,21 @@ export interface DataPlaneOptions {
 /** Methods the data plane serves on a proxy's paths; other methods find no route (404). */
 export const DATA_PLANE_METHODS = ['GET', 'POST', 'DELETE', 'OPTIONS'] as const;
 
+/** What the Fastify side of the data plane reads: it records no audit line and no metric. */
+type FastifyDataPlaneOptions = Omit<DataPlaneOptions, 'metrics' | 'audit'>;
+
 /**
  * Serves what the data plane answers through Fastify: protected resource metadata of every
  * deployed proxy, and the 404s of paths no proxy serves. A proxy's `<context>/mcp` itself is
  * served before Fastify (`createMcpEndpoint`).
  */
-export function registerDataPlane(app: FastifyInstance, options: DataPlaneOptions): void {
+export function registerDataPlane(app: FastifyInstance, options: FastifyDataPlaneOptions): void {
   // A child scope, so its raw-body parsing does not touch sibling routes (health).
   // Oversized bodies are refused by Fastify with 413 through the app's error handler.
   app.register(async (scope) => dataPlaneRoutes(scope, options));
 }
 
-function dataPlaneRoutes(app: FastifyInstance, options: DataPlaneOptions): void {
+function dataPlaneRoutes(app: FastifyInstance, options: FastifyDataPlaneOptions): void {
   const { registry, listener, bodyBudget } = options;
 
   app.removeAllContentTypeParsers();
