@@ -112,6 +112,8 @@ interface Target {
   headers?: Record<string, string>;
   /** RSS right after start-up, before any load. */
   idleRss?: number | undefined;
+  /** For a gateway row, its `--workers` count (undefined for one process). */
+  workers?: number | undefined;
 }
 
 interface Measured extends LoadResult {
@@ -398,6 +400,7 @@ async function gatewayTargets(
     url: `${at.gateway.plainUrl}${path}`,
     pid: at.gateway.pid,
     idleRss: at.idleRss,
+    workers,
     ...(headers ? { headers } : {}),
   });
   return [
@@ -560,9 +563,9 @@ function goalLines(
     .filter((t) => t.name.includes('warm cache'))
     .map((target) => {
       const r = results.get(target.name) as Measured;
-      const workers = /--workers (\d+)/.exec(target.name)?.[1];
-      const sameCores = results.get(workers ? NGINX_N : NGINX_1);
-      const floor = workers ? nodeProxyWorkers(Number(workers)) : NODE_PROXY;
+      const { workers } = target;
+      const sameCores = results.get(workers === undefined ? NGINX_1 : NGINX_N);
+      const floor = workers === undefined ? NODE_PROXY : nodeProxyWorkers(workers);
       const floorCpu = results.get(floor)?.cpuMsPerRequest;
       const rssMb = fixed((r.peakRss ?? Number.NaN) / 2 ** 20, 0);
       const rssRatio = fixed((r.peakRss ?? Number.NaN) / (target.idleRss ?? Number.NaN), 2);

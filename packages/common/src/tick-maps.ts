@@ -17,14 +17,20 @@ const noop = () => undefined;
  * through V8's runtime: 4% of the gateway's CPU per proxied request (bench/README.md, "Figures
  * after round 8"). Node 20, 22 and 24 all behave so. An entry that never dies keeps the maps.
  *
- * An async hook's `init` is the one public view of a queue entry; the hook is enabled for this
- * one `nextTick` call only. Returns the pinned entry.
+ * An async hook's `init` is the one public view of a queue entry (`nextTickQueueEntry`).
+ * Returns the pinned entry.
  */
 export function pinTickObjectMaps(): object | undefined {
-  if (pinned !== undefined) return pinned;
+  pinned ??= nextTickQueueEntry();
+  return pinned;
+}
+
+/** A new queue entry of `process.nextTick`, caught by an async hook enabled for one call. */
+export function nextTickQueueEntry(): object | undefined {
+  let entry: object | undefined;
   const hook = createHook({
     init(_asyncId, type, _triggerAsyncId, resource) {
-      if (type === 'TickObject') pinned ??= resource;
+      if (type === 'TickObject') entry ??= resource;
     },
   });
   hook.enable();
@@ -33,5 +39,5 @@ export function pinTickObjectMaps(): object | undefined {
   } finally {
     hook.disable();
   }
-  return pinned;
+  return entry;
 }

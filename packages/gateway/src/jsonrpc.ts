@@ -193,9 +193,7 @@ class BodyScan {
     this.hasResult = false;
     this.hasError = false;
     this.ambiguous = false;
-    this.topIsObject = false;
-    this.escaped = false;
-    this.lastMember = Member.Other;
+    // `topIsObject`, `escaped` and `lastMember` are written by every scan before it reads them.
     return this;
   }
 
