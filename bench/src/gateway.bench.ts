@@ -188,15 +188,16 @@ function toolCallLoad(target: Pick<Target, 'url' | 'headers'>, connections: numb
   };
 }
 
-/** Warms the path up (JIT, keep-alive pools, caches), then measures it. */
-async function measure(
-  client: LoadClient,
-  target: Target,
-  connections: number,
-  warmUp: boolean,
-): Promise<Measured> {
+/**
+ * Warms the path up, then measures it. Every round is warmed, not only the first (JIT,
+ * keep-alive pools, caches): between its rounds a row waits while all the others run, a minute
+ * and more, and a Node.js process that idled that long first pays to recover from it (V8's
+ * memory reducer shrinks an idle process's young generation, the VM reclaims idle pages), which
+ * is not what a steady load costs (bench/README.md, "Figures after round 10").
+ */
+async function measure(client: LoadClient, target: Target, connections: number): Promise<Measured> {
   const spec = toolCallLoad(target, connections);
-  if (warmUp && WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
+  if (WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
   const cpuBefore = treeCpuSplitMs(target.pid);
   const rss = samplePeakRss(target.pid);
   const result = await runLoad(client, { ...spec, seconds: SECONDS });
@@ -294,7 +295,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
       }
     }
     console.log(
-      `tools/call over plain HTTP/1.1 keep-alive; median of ${ROUNDS} interleaved rounds of ${SECONDS} s per row, after ${WARMUP_SECONDS} s warm-up; load client ${client}${client === 'wrk' ? ` (${THREADS} thread)` : ''}; ${CORES} cores; node ${process.version}; load average at start ${loadAtStart.toFixed(2)}`,
+      `tools/call over plain HTTP/1.1 keep-alive; median of ${ROUNDS} interleaved rounds of ${SECONDS} s per row, each after ${WARMUP_SECONDS} s of warm-up; load client ${client}${client === 'wrk' ? ` (${THREADS} thread)` : ''}; ${CORES} cores; node ${process.version}; load average at start ${loadAtStart.toFixed(2)}`,
     );
     const baseline = nginxUpstream ? DIRECT_NGINX : DIRECT_NODE;
     console.log(
@@ -307,7 +308,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
       const medians = await interleavedRounds(
         targets,
         ROUNDS,
-        (target, round) => measure(client, target, connections, round === 0),
+        (target) => measure(client, target, connections),
         (m) => m.rps,
       );
       const results = new Map([...medians].map(([target, m]) => [target.name, m]));
