@@ -89,9 +89,8 @@ export class TokenVerifier {
     return undefined;
   }
 
+  /** Verifies a token that `cached` does not hold, and remembers it when it is valid. */
   async verify(token: string): Promise<VerifyResult> {
-    const cached = this.cached(token);
-    if (cached) return { ok: true, token: cached };
     let alg: string | undefined;
     let kid: string | undefined;
     let issuer: unknown;

@@ -103,11 +103,13 @@ class McpAuthPolicy implements Policy, Authenticator {
   authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome> {
     const authorization = exchange.headers.authorization;
     const { verifier } = this.setup;
+    let looked: string | undefined;
     if (authorization?.startsWith(BEARER_PREFIX)) {
       // A token verified before passed the header syntax check then: `Bearer <it>` is that
       // header, so a cache hit needs no second scan of some 700 characters by the RFC 6750
       // pattern. Any other spelling (case, extra spaces) takes the full path below.
-      const cached = verifier.cached(authorization.slice(BEARER_PREFIX.length));
+      looked = authorization.slice(BEARER_PREFIX.length);
+      const cached = verifier.cached(looked);
       if (cached) return this.accept(exchange, cached);
     }
     const raw = bearerToken(authorization);
@@ -115,8 +117,10 @@ class McpAuthPolicy implements Policy, Authenticator {
       const reason = authorization ? 'malformed authorization header' : 'no token';
       return { refusal: unauthenticated(exchange, reason) };
     }
-    const cached = verifier.cached(raw);
-    if (cached) return this.accept(exchange, cached);
+    if (raw !== looked) {
+      const cached = verifier.cached(raw);
+      if (cached) return this.accept(exchange, cached);
+    }
     return verifier
       .verify(raw)
       .then((result) =>
