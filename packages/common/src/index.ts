@@ -48,7 +48,7 @@ export {
 } from './http-auth.js';
 export { createLogger, type Logger, type LoggerSettings, recordLineWriter } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
-export { boundedMemo, weakMemo } from './memo.js';
+export { addBounded, boundedMemo, weakMemo } from './memo.js';
 export {
   CounterSeries,
   CountingCounter,

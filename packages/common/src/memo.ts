@@ -31,3 +31,16 @@ export function weakMemo<K extends object, V>(compute: (key: K) => V): (key: K) 
     return value;
   };
 }
+
+/**
+ * Adds an entry a cache just missed to a map that keeps at most `limit` (≥ 1) entries, first
+ * dropping the oldest one when it is full (a `Map` iterates in insertion order): first in, first
+ * out, for caches whose entries are cheap to make again.
+ */
+export function addBounded<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void {
+  if (map.size >= limit) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+  map.set(key, value);
+}

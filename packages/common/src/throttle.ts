@@ -1,3 +1,5 @@
+import { addBounded } from './memo.js';
+
 /** The answer of `Throttle.reserve`. */
 export type ThrottleDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
@@ -107,12 +109,8 @@ export class FixedWindowThrottle implements Throttle {
     this.#sweep(now);
     const existing = this.#windows.get(key);
     if (existing !== undefined) return existing;
-    if (this.#windows.size >= this.#maxKeys) {
-      const oldest = this.#windows.keys().next().value;
-      if (oldest !== undefined) this.#windows.delete(oldest);
-    }
     const window = { count: 0, resetAt: now + this.#windowMs };
-    this.#windows.set(key, window);
+    addBounded(this.#windows, key, window, this.#maxKeys);
     return window;
   }
 

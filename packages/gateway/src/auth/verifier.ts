@@ -1,4 +1,4 @@
-import type { Logger } from '@mcp-identity/common';
+import { addBounded, type Logger } from '@mcp-identity/common';
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from 'jose';
 import type { JwtSettings, KeyManagerConfig } from '../config.js';
 import { ALLOWED_ALGORITHMS, type AllowedAlgorithm, JwksCache } from './jwks.js';
@@ -151,10 +151,11 @@ export class TokenVerifier {
 
   private remember(token: string, verified: VerifiedToken): void {
     if (this.settings.tokenCacheMaxEntries === 0) return;
-    if (this.cache.size >= this.settings.tokenCacheMaxEntries) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
-    }
-    this.cache.set(cacheKey(token), { token, verified });
+    addBounded(
+      this.cache,
+      cacheKey(token),
+      { token, verified },
+      this.settings.tokenCacheMaxEntries,
+    );
   }
 }

@@ -1,3 +1,4 @@
+import { addBounded } from '@mcp-identity/common';
 import { type Filter, parse } from 'scim2-parse-filter';
 import { ScimError } from './errors.js';
 
@@ -144,8 +145,7 @@ function parseOrReject(text: string): Filter {
   } catch {
     throw UNSUPPORTED_FILTER();
   }
-  if (parsed.size >= PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
-  parsed.set(text, filter);
+  addBounded(parsed, text, filter, PARSED_KEPT);
   return filter;
 }
 

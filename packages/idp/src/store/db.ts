@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { addBounded } from '@mcp-identity/common';
 import Database from 'better-sqlite3';
 
 export type Db = Database.Database;
@@ -213,8 +214,7 @@ export function statement(db: Db, sql: string): Database.Statement {
   let prepared = cache.get(sql);
   if (!prepared) {
     prepared = db.prepare(sql);
-    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-    cache.set(sql, prepared);
+    addBounded(cache, sql, prepared, STATEMENT_CACHE_SIZE);
   }
   return prepared;
 }

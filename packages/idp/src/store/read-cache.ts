@@ -1,3 +1,4 @@
+import { addBounded } from '@mcp-identity/common';
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
 
@@ -90,10 +91,7 @@ export class ReadCache<K, V> {
     }
     if (this.entries.has(key)) return this.entries.get(key) as V;
     const value = load();
-    if (this.entries.size >= this.maxEntries) {
-      this.entries.delete(this.entries.keys().next().value as K);
-    }
-    this.entries.set(key, value);
+    addBounded(this.entries, key, value, this.maxEntries);
     return value;
   }
 }
