@@ -65,13 +65,6 @@ class Span {
   end = 0;
   /** A string value written with a backslash escape: decoded by JSON.parse. */
   escaped = false;
-
-  clear(): void {
-    this.kind = Kind.Absent;
-    this.start = 0;
-    this.end = 0;
-    this.escaped = false;
-  }
 }
 
 /** Whitespace between JSON tokens (RFC 8259 §2): space, tab, line feed, carriage return. */
@@ -188,12 +181,13 @@ class BodyScan {
   /** Makes the scanner ready for `bytes`, forgetting the body before. */
   reset(bytes: Buffer): this {
     this.bytes = bytes;
-    for (const span of this.spans) span?.clear();
+    // A span's place (`start`, `end`, `escaped`) is written whenever its kind is, and read only
+    // under a kind; `topIsObject`, `escaped` and `lastMember` are written before they are read.
+    for (const span of this.spans) if (span) span.kind = Kind.Absent;
     this.spellings.fill(0);
     this.hasResult = false;
     this.hasError = false;
     this.ambiguous = false;
-    // `topIsObject`, `escaped` and `lastMember` are written by every scan before it reads them.
     return this;
   }
 
