@@ -60,7 +60,7 @@ import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { perfInstalled, perfReport, recordPerf, removePerfMap } from './kit/perf-record.js';
-import { samplePeakRss, treeCpuSplitMs, treeRssBytes } from './kit/process-stats.js';
+import { samplePeakRss, treeCpuSplitMs, treeRssBytes, treeSleeps } from './kit/process-stats.js';
 import { interleavedRounds } from './kit/rounds.js';
 import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
 import { fixed, markdownTable, percent, times } from './kit/table.js';
@@ -120,6 +120,8 @@ interface Measured extends LoadResult {
   cpuMsPerRequest: number | undefined;
   /** Share of that CPU time spent in the kernel (system calls, TCP on loopback). */
   kernelShare: number | undefined;
+  /** Times an event loop of the row went to sleep, per request (`treeSleeps`). */
+  sleepsPerRequest: number | undefined;
   peakRss: number | undefined;
 }
 
@@ -199,10 +201,16 @@ async function measure(client: LoadClient, target: Target, connections: number):
   const spec = toolCallLoad(target, connections);
   if (WARMUP_SECONDS > 0) await runLoad(client, { ...spec, seconds: WARMUP_SECONDS });
   const cpuBefore = treeCpuSplitMs(target.pid);
+  const sleepsBefore = treeSleeps(target.pid);
   const rss = samplePeakRss(target.pid);
   const result = await runLoad(client, { ...spec, seconds: SECONDS });
   const peakRss = rss.stop();
   const cpuAfter = treeCpuSplitMs(target.pid);
+  const sleepsAfter = treeSleeps(target.pid);
+  const sleepsPerRequest =
+    sleepsBefore === undefined || sleepsAfter === undefined
+      ? undefined
+      : (sleepsAfter - sleepsBefore) / result.requests;
   let cpuMsPerRequest: number | undefined;
   let kernelShare: number | undefined;
   if (cpuBefore && cpuAfter) {
@@ -211,7 +219,7 @@ async function measure(client: LoadClient, target: Target, connections: number):
     cpuMsPerRequest = (user + system) / result.requests;
     kernelShare = user + system > 0 ? system / (user + system) : undefined;
   }
-  return { ...result, cpuMsPerRequest, kernelShare, peakRss };
+  return { ...result, cpuMsPerRequest, kernelShare, sleepsPerRequest, peakRss };
 }
 
 async function main(): Promise<void> {
@@ -527,6 +535,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       fixed(r.p99Ms, 2),
       fixed(r.cpuMsPerRequest, 4),
       percent(r.kernelShare, 1),
+      fixed(r.sleepsPerRequest, 2),
       percent(r.rps, direct.rps),
       percent(r.rps, viaNginx1?.rps),
       percent(r.rps, viaNginxN?.rps),
@@ -542,6 +551,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       'p99 ms',
       'CPU ms/req',
       'in kernel',
+      'sleeps/req',
       'share of direct',
       'share of nginx 1w',
       `share of nginx ${CORES}w`,

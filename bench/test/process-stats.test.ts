@@ -1,7 +1,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { processTree, treeCpuMs, treeCpuSplitMs, treeRssBytes } from '../src/kit/process-stats.js';
+import {
+  processTree,
+  treeCpuMs,
+  treeCpuSplitMs,
+  treeRssBytes,
+  treeSleeps,
+} from '../src/kit/process-stats.js';
 
 // A parent that does nothing but wait for its child, which burns 300 ms of CPU time (not wall
 // time: the machine may be busy) and then waits.
@@ -49,8 +55,47 @@ describe.runIf(process.platform === 'linux')('process tree statistics from /proc
     }
   });
 
+  it('counts each time an event loop waits with nothing to do', async () => {
+    // Told to go, it waits for 20 timers one after the other, then says so.
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `process.stdin.once('data', async () => {
+          for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 5));
+          process.stdout.write('done');
+        });
+        process.stdout.write('ready');`,
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    try {
+      let output = '';
+      const said = (word: string) =>
+        new Promise<void>((resolve) => {
+          const listen = (chunk: Buffer) => {
+            output += chunk.toString();
+            if (!output.includes(word)) return;
+            child.stdout?.off('data', listen);
+            resolve();
+          };
+          child.stdout?.on('data', listen);
+        });
+      await said('ready');
+      const before = treeSleeps(child.pid as number) as number;
+      child.stdin?.write('go');
+      await said('done');
+      const after = treeSleeps(child.pid as number) as number;
+      expect(after - before).toBeGreaterThanOrEqual(20);
+    } finally {
+      child.kill();
+      await once(child, 'exit');
+    }
+  });
+
   it('reads nothing for a process that does not exist', () => {
     expect(treeCpuMs(2 ** 22 + 1)).toBeUndefined();
     expect(treeRssBytes(2 ** 22 + 1)).toBeUndefined();
+    expect(treeSleeps(2 ** 22 + 1)).toBeUndefined();
   });
 });

@@ -81,6 +81,29 @@ export function treeCpuMs(rootPid: number): number | undefined {
   return split && split.userMs + split.systemMs;
 }
 
+/**
+ * How many times the main threads of a process tree have gone to sleep so far (Linux's voluntary
+ * context switches of each process's first thread): for an event loop, each is a wait in
+ * `epoll_wait` with nothing to do, and each costs a wake-up later.
+ */
+export function treeSleeps(rootPid: number): number | undefined {
+  let total = 0;
+  let seen = false;
+  for (const pid of processTree(rootPid)) {
+    try {
+      const match = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(
+        readFileSync(`/proc/${pid}/status`, 'utf8'),
+      );
+      if (!match) continue;
+      total += Number(match[1]);
+      seen = true;
+    } catch {
+      // The process exited between the listing and the read.
+    }
+  }
+  return seen ? total : undefined;
+}
+
 /** Resident memory of a process tree, in bytes. */
 export function treeRssBytes(rootPid: number): number | undefined {
   let total = 0;
