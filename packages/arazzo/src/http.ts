@@ -9,6 +9,8 @@ import { Agent, type Dispatcher } from 'undici';
 
 export interface HttpSettings {
   tlsVerify: boolean;
+  /** PEM certificates trusted instead of Node's bundled roots (node:tls's `ca`), e.g. a local CA. */
+  ca?: string | undefined;
   timeoutMs: number;
   maxResponseBytes: number;
 }
@@ -104,6 +106,7 @@ export class HttpClient {
       keepAliveTimeout: 30_000,
       connect: {
         timeout: settings.timeoutMs,
+        ...(settings.ca === undefined ? {} : { ca: settings.ca }),
         ...(settings.tlsVerify ? {} : { rejectUnauthorized: false }),
       },
     });

@@ -40,6 +40,11 @@ export interface RunnerLogger {
 export interface RunnerOptions {
   /** credentials and ARAZZO_DISABLE_TLS_VERIFY; default process.env */
   env?: Record<string, string | undefined>;
+  /**
+   * PEM certificates to trust instead of Node's bundled roots for token requests and API calls
+   * (node:tls's `ca`): a private CA's, so its servers are verified rather than not at all
+   */
+  ca?: string;
   /** default false: one token fetch per (credentials, scopes) per run */
   tokenCache?: boolean;
   /** per HTTP request, default 30000 */
@@ -153,6 +158,7 @@ export class WorkflowRunner implements Runner {
     this.env = options.env ?? process.env;
     this.http = new HttpClient({
       tlsVerify: tlsVerifyFromEnv(this.env),
+      ca: options.ca,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     });

@@ -17,11 +17,13 @@ const CREDENTIALS = {
 let api: FixtureApi;
 let docs: ReturnType<typeof materialize>;
 let certDir: string;
+let certificate: string;
 let location: string;
 
 beforeAll(async () => {
   certDir = mkdtempSync(join(tmpdir(), 'arazzo-tls-'));
   const { cert, key } = await ensureSelfSignedCertificate(certDir);
+  certificate = cert;
   api = await startFixtureApi({ https: { cert, key } });
   docs = materialize(['tls.arazzo.yaml', 'scim.openapi.yaml'], api.url);
   api.serveDocs(docs.dir);
@@ -60,6 +62,20 @@ describe('a server with a self-signed certificate', () => {
     const runner = createRunner(loaded, {
       env: { ...CREDENTIALS, ARAZZO_DISABLE_TLS_VERIFY: ' 1 ' },
     });
+    try {
+      expect(await runner.run('secured', {})).toEqual({
+        kind: 'completed',
+        outputs: { userName: 'alice' },
+      });
+      expect(api.tokenRequests.length).toBeGreaterThan(0);
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it('is called with verification on when the runner trusts the certificate (ca)', async () => {
+    const loaded = await loadArazzo(location, { tlsVerify: false });
+    const runner = createRunner(loaded, { env: CREDENTIALS, ca: certificate });
     try {
       expect(await runner.run('secured', {})).toEqual({
         kind: 'completed',

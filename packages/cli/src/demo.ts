@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { createRunner, loadArazzo } from '@mcp-identity/arazzo';
 import { areaALoginAndCall } from './stack/area-a-flow.js';
 import {
@@ -160,10 +161,10 @@ async function readOnlyCreateUser(layout: StackLayout, secrets: StackSecrets): P
     env: {
       SCIM_OAUTH2_CLIENT_ID: secrets.readOnlyApp.clientId,
       SCIM_OAUTH2_CLIENT_SECRET: secrets.readOnlyApp.clientSecret,
-      // The embedded IdP's certificate is self-signed and local: the one case the
-      // runner's switch to skip TLS verification is meant for.
-      ARAZZO_DISABLE_TLS_VERIFY: '1',
     },
+    // The stack's own CA issued the IdP's certificate: verified against it, as every other
+    // client of the stack does.
+    ca: await readFile(layout.caFile, 'utf8'),
   });
   try {
     const result = await runner.run('createUser', {
