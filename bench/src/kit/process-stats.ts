@@ -82,18 +82,15 @@ export function treeCpuMs(rootPid: number): number | undefined {
 }
 
 /**
- * How many times the main threads of a process tree have gone to sleep so far (Linux's voluntary
- * context switches of each process's first thread): for an event loop, each is a wait in
- * `epoll_wait` with nothing to do, and each costs a wake-up later.
+ * The sum over a process tree of one number in `/proc/<pid>/status` (the first group of
+ * `pattern`), or undefined when no process of the tree shows it.
  */
-export function treeSleeps(rootPid: number): number | undefined {
+function sumStatusField(rootPid: number, pattern: RegExp): number | undefined {
   let total = 0;
   let seen = false;
   for (const pid of processTree(rootPid)) {
     try {
-      const match = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(
-        readFileSync(`/proc/${pid}/status`, 'utf8'),
-      );
+      const match = pattern.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
       if (!match) continue;
       total += Number(match[1]);
       seen = true;
@@ -104,21 +101,19 @@ export function treeSleeps(rootPid: number): number | undefined {
   return seen ? total : undefined;
 }
 
+/**
+ * How many times the main threads of a process tree have gone to sleep so far (Linux's voluntary
+ * context switches of each process's first thread): for an event loop, each is a wait in
+ * `epoll_wait` with nothing to do, and each costs a wake-up later.
+ */
+export function treeSleeps(rootPid: number): number | undefined {
+  return sumStatusField(rootPid, /^voluntary_ctxt_switches:\s+(\d+)/m);
+}
+
 /** Resident memory of a process tree, in bytes. */
 export function treeRssBytes(rootPid: number): number | undefined {
-  let total = 0;
-  let seen = false;
-  for (const pid of processTree(rootPid)) {
-    try {
-      const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (!match) continue;
-      total += Number(match[1]) * 1024;
-      seen = true;
-    } catch {
-      // The process exited between the listing and the read.
-    }
-  }
-  return seen ? total : undefined;
+  const kib = sumStatusField(rootPid, /^VmRSS:\s+(\d+) kB/m);
+  return kib === undefined ? undefined : kib * 1024;
 }
 
 /** Samples the peak RSS of a process tree until `stop()` is called. */
