@@ -16,6 +16,36 @@ const HOP_BY_HOP = new Set([
   'expect',
 ]);
 
+/**
+ * The header names a message's `Connection` field nominates as hop-by-hop, lower-cased: an
+ * intermediary must remove them before forwarding (RFC 9110 §7.6.1). `undefined` when it names
+ * none beyond the fixed list: no `Connection` field at all costs one property read, and the
+ * usual `keep-alive` or `close` returns before any parsing, so neither allocates.
+ */
+function nominatedNames(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') {
+    return undefined;
+  }
+  // Node joins repeated request fields with ", "; undici may hand repeated ones over as a list.
+  if (typeof connection === 'string') return addOptions(undefined, connection);
+  let names: Set<string> | undefined;
+  for (const field of connection) names = addOptions(names, field);
+  return names;
+}
+
+/** Adds the connection options of one `Connection` field value (`#token`, RFC 9110 §7.6.1). */
+function addOptions(names: Set<string> | undefined, field: string): Set<string> | undefined {
+  for (const option of field.split(',')) {
+    const name = option.trim().toLowerCase();
+    // The fixed list is dropped anyway (and `content-length` keeps its own rule downstream:
+    // a nomination must not break the response's framing); `close` names no field.
+    if (name === '' || name === 'close' || HOP_BY_HOP.has(name)) continue;
+    names ??= new Set();
+    names.add(name);
+  }
+  return names;
+}
+
 export interface UpstreamHeaderOptions {
   stripAuthorization: boolean;
   /** The body will be rewritten: ask for it uncompressed (RFC 9110 §12.5.3). */
@@ -30,16 +60,22 @@ export interface UpstreamHeaderOptions {
  */
 export type HeaderList = Array<string | string[]>;
 
-/** Request headers for the upstream, minus hop-by-hop ones and, when asked, the token. */
+/**
+ * Request headers for the upstream, minus hop-by-hop ones (the fixed list and those the
+ * client's `Connection` field nominates) and, when asked, the token. What the gateway sets
+ * itself is added after the filtering, so no nomination by the client can strip it.
+ */
 export function upstreamHeaders(
   headers: IncomingHttpHeaders,
   options: UpstreamHeaderOptions,
 ): string[] {
   const out: string[] = [];
   const credential = options.credential?.header;
+  const nominated = nominatedNames(headers.connection);
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || HOP_BY_HOP.has(name) || name === credential) continue;
+    if (nominated?.has(name)) continue;
     if (options.stripAuthorization && name === 'authorization') continue;
     if (options.identityEncoding && name === 'accept-encoding') continue;
     if (typeof value === 'string') out.push(name, value);
@@ -58,9 +94,10 @@ export function contentEncoding(headers: Dispatcher.ResponseData['headers']): st
 }
 
 /**
- * Upstream response headers for the client; `rewritten` when the gateway changes the body
- * (its length and, once decoded, its content coding no longer apply). Names in `replaced` are
- * left out: the gateway sets those itself.
+ * Upstream response headers for the client, minus hop-by-hop ones (the fixed list, except the
+ * upstream's framing `content-length`, and those its `Connection` field nominates); `rewritten`
+ * when the gateway changes the body (its length and, once decoded, its content coding no longer
+ * apply). Names in `replaced` are left out: the gateway sets those itself.
  */
 export function downstreamHeaders(
   headers: Dispatcher.ResponseData['headers'],
@@ -68,9 +105,11 @@ export function downstreamHeaders(
   replaced: Readonly<Record<string, string>> | undefined,
 ): HeaderList {
   const out: HeaderList = [];
+  const nominated = nominatedNames(headers.connection);
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || (HOP_BY_HOP.has(name) && name !== 'content-length')) continue;
+    if (nominated?.has(name)) continue;
     if (rewritten && (name === 'content-length' || name === 'content-encoding')) continue;
     if (replaced !== undefined && Object.hasOwn(replaced, name)) continue;
     out.push(name, value);

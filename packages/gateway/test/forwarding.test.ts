@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
-import { toolCall } from './fixtures/mcp-client.js';
+import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { MCP_POST_HEADERS, rawRequest, toolCall } from './fixtures/mcp-client.js';
 import { type RawUpstream, startRawUpstream } from './fixtures/raw-upstream.js';
 
 const tempDir = useTempDir('gw-forwarding-');
@@ -110,5 +112,208 @@ describe('upstream forwarding', () => {
     const { status, body } = await post('/chunked/mcp');
     expect(status).toBe(200);
     expect(JSON.parse(body.toString('utf8'))).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+  });
+});
+
+const ANSWER = JSON.stringify({ jsonrpc: '2.0', id: 1, result: {} });
+const LIST = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  result: { tools: [{ name: 'search_users' }] },
+});
+const UPSTREAM_SECRET = 'fwd-secret-3b8e51';
+
+/** Headers each upstream path answers with, besides a JSON body and its content-length. */
+const ANSWER_HEADERS: Record<string, Record<string, string | string[]>> = {
+  '/plain': {},
+  '/internal': { 'x-internal': '1' },
+  // Two Connection fields: undici may hand them over as a list.
+  '/nominated': { connection: ['X-Internal', ' x-other '], 'x-internal': '1', 'x-other': '2' },
+  '/nominated-length': { connection: 'Content-Length, x-internal', 'x-internal': '1' },
+  '/list': { connection: 'x-internal', 'x-internal': '1' },
+};
+
+/**
+ * Sends one POST with these header lines exactly as written, on its own connection, and resolves
+ * with the status: Node's client refuses some hop-by-hop headers (a `trailer` without chunking).
+ */
+function postRaw(url: string, headerLines: string[], body: string): Promise<number> {
+  const { hostname, port, pathname } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    socket.on('end', () => resolve(Number(answer.split(' ', 2)[1])));
+    socket.on('error', reject);
+    const head = [
+      `POST ${pathname} HTTP/1.1`,
+      `host: ${hostname}:${port}`,
+      'connection: close',
+      'content-type: application/json',
+      'accept: application/json, text/event-stream',
+      `content-length: ${Buffer.byteLength(body)}`,
+      ...headerLines,
+    ];
+    socket.write(`${head.join('\r\n')}\r\n\r\n${body}`);
+  });
+}
+
+describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
+  let upstream: RawUpstream;
+  let km: KeyManager;
+  let fx: GatewayFixture;
+
+  beforeAll(async () => {
+    process.env.GW_TEST_FORWARDING_SECRET = UPSTREAM_SECRET;
+    upstream = await startRawUpstream((path, _body, res) => {
+      const body = path === '/list' ? LIST : ANSWER;
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        ...ANSWER_HEADERS[path],
+      });
+      res.end(body);
+    });
+    km = await startKeyManager();
+    fx = await startTestGateway({ dataDir: tempDir(), keyManager: km });
+    for (const path of ['/plain', '/internal', '/nominated', '/nominated-length']) {
+      const name = `hop-${path.slice(1)}`;
+      const definition = proxyDefinition(`${name}-v1.0`, `/${name}`, `${upstream.url}${path}`);
+      expect((await fx.deploy(definition)).status).toBe(201);
+    }
+    const withAuth = proxyDefinition('hop-auth-v1.0', '/hop-auth', `${upstream.url}/plain`);
+    (withAuth.spec as { upstream: Record<string, unknown> }).upstream.auth = {
+      header: 'X-Gateway-Auth',
+      secretRef: 'env:GW_TEST_FORWARDING_SECRET',
+    };
+    expect((await fx.deploy(withAuth)).status).toBe(201);
+    const filtering = proxyDefinition('hop-list-v1.0', '/hop-list', `${upstream.url}/list`, [
+      { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } },
+      {
+        name: 'mcp-authz',
+        version: 'v1',
+        params: {
+          tools: [{ name: 'delete_user', scopes: { allOf: ['internal_user_mgt_delete'] } }],
+          filterLists: true,
+        },
+      },
+    ]);
+    expect((await fx.deploy(filtering)).status).toBe(201);
+  });
+  afterAll(async () => {
+    delete process.env.GW_TEST_FORWARDING_SECRET;
+    await fx?.gateway.close();
+    await Promise.all([upstream?.close(), km?.stop()]);
+  });
+
+  /** POSTs a tools/call to `context` on its own connection, with exactly these extra headers. */
+  const send = (context: string, headers: Record<string, string>) =>
+    rawRequest(
+      `${fx.gateway.plainUrl}${context}/mcp`,
+      'POST',
+      { ...MCP_POST_HEADERS, ...headers },
+      JSON.stringify(toolCall('search_users')),
+    );
+
+  /** POSTs a tools/list to the filtering proxy, with a token and these extra headers. */
+  const listTools = async (headers: Record<string, string>) =>
+    rawRequest(
+      `${fx.gateway.plainUrl}/hop-list/mcp`,
+      'POST',
+      {
+        ...MCP_POST_HEADERS,
+        authorization: `Bearer ${await km.sign({ scope: 'internal_user_mgt_list' })}`,
+        ...headers,
+      },
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    );
+
+  it('does not forward the fixed hop-by-hop headers upstream, but does forward the others', async () => {
+    const fixed = ['keep-alive', 'te', 'trailer', 'proxy-authorization', 'proxy-connection'];
+    const status = await postRaw(
+      `${fx.gateway.plainUrl}/hop-plain/mcp`,
+      [
+        'Keep-Alive: timeout=5',
+        'TE: trailers',
+        'Trailer: x-checksum',
+        'Proxy-Authorization: Basic cHJveHk6c2VjcmV0',
+        'Proxy-Connection: keep-alive',
+        'X-Trace: 1',
+      ],
+      JSON.stringify(toolCall('search_users')),
+    );
+    expect(status).toBe(200);
+    const received = upstream.lastHeaders ?? {};
+    for (const name of fixed) expect(received[name], name).toBeUndefined();
+    expect(received['x-trace']).toBe('1');
+  });
+
+  it('does not forward upstream a header the client nominates in Connection', async () => {
+    await send('/hop-plain', { 'x-hop': 'secret', 'x-trace': '1' });
+    expect(upstream.lastHeaders?.['x-hop']).toBe('secret');
+
+    const response = await send('/hop-plain', {
+      connection: 'keep-alive, X-Hop',
+      'x-hop': 'secret',
+      'x-trace': '1',
+    });
+    expect(response.status).toBe(200);
+    expect(upstream.lastHeaders?.['x-hop']).toBeUndefined();
+    expect(upstream.lastHeaders?.['x-trace']).toBe('1');
+    expect(upstream.lastHeaders?.connection ?? '').not.toMatch(/x-hop/i);
+
+    // Connection options are case-insensitive tokens with optional whitespace around the commas.
+    await send('/hop-plain', {
+      connection: 'close ,X-HOP,\tx-Other ',
+      'x-hop': 'secret',
+      'x-other': '2',
+      'x-trace': '1',
+    });
+    expect(upstream.lastHeaders?.['x-hop']).toBeUndefined();
+    expect(upstream.lastHeaders?.['x-other']).toBeUndefined();
+    expect(upstream.lastHeaders?.['x-trace']).toBe('1');
+  });
+
+  it('does not forward to the client a header the upstream nominates in Connection', async () => {
+    const control = await send('/hop-internal', {});
+    expect(control.headers['x-internal']).toBe('1');
+
+    for (const context of ['/hop-nominated', '/hop-nominated-length']) {
+      const response = await send(context, {});
+      expect(response.status, context).toBe(200);
+      expect(response.headers['x-internal'], context).toBeUndefined();
+      expect(response.headers['x-other'], context).toBeUndefined();
+      expect(String(response.headers.connection), context).not.toMatch(/internal|other|length/i);
+      // The framing stays the upstream's, even when it nominates content-length.
+      expect(response.headers['content-length'], context).toBe(String(Buffer.byteLength(ANSWER)));
+      expect(response.headers['transfer-encoding'], context).toBeUndefined();
+      expect(JSON.parse(response.body), context).toEqual(JSON.parse(ANSWER));
+    }
+
+    // The filtering path (a list read, filtered and written back) drops them too.
+    const list = await listTools({});
+    expect(list.status).toBe(200);
+    expect(list.headers['x-internal']).toBeUndefined();
+    expect(list.headers['content-length']).toBe(String(Buffer.byteLength(list.body)));
+    expect(JSON.parse(list.body).result.tools).toEqual([{ name: 'search_users' }]);
+  });
+
+  it('still sends the headers the gateway sets when the client nominates them', async () => {
+    const auth = await send('/hop-auth', {
+      connection: 'close, X-Gateway-Auth',
+      'x-gateway-auth': 'forged',
+    });
+    expect(auth.status).toBe(200);
+    expect(upstream.lastHeaders?.['x-gateway-auth']).toBe(UPSTREAM_SECRET);
+
+    const list = await listTools({
+      connection: 'close, Accept-Encoding',
+      'accept-encoding': 'gzip',
+    });
+    expect(list.status).toBe(200);
+    expect(upstream.lastHeaders?.['accept-encoding']).toBe('identity');
   });
 });
