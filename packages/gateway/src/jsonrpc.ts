@@ -184,7 +184,8 @@ class BodyScan {
     // A span's place (`start`, `end`, `escaped`) is written whenever its kind is, and read only
     // under a kind; `topIsObject`, `escaped` and `lastMember` are written before they are read.
     for (const span of this.spans) if (span) span.kind = Kind.Absent;
-    this.spellings.fill(0);
+    // A loop the compiler inlines: `fill` is a call into the runtime on every body.
+    for (let k = 0; k < this.spellings.length; k++) this.spellings[k] = 0;
     this.hasResult = false;
     this.hasError = false;
     this.ambiguous = false;
