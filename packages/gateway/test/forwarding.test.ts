@@ -3,8 +3,13 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
-import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import {
+  FILTERING_POLICIES,
+  type GatewayFixture,
+  proxyDefinition,
+  startTestGateway,
+} from './fixtures/gateway.js';
+import { type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { MCP_POST_HEADERS, rawRequest, toolCall } from './fixtures/mcp-client.js';
 import { type RawUpstream, startRawUpstream } from './fixtures/raw-upstream.js';
 
@@ -190,17 +195,12 @@ describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
       secretRef: 'env:GW_TEST_FORWARDING_SECRET',
     };
     expect((await fx.deploy(withAuth)).status).toBe(201);
-    const filtering = proxyDefinition('hop-list-v1.0', '/hop-list', `${upstream.url}/list`, [
-      { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } },
-      {
-        name: 'mcp-authz',
-        version: 'v1',
-        params: {
-          tools: [{ name: 'delete_user', scopes: { allOf: ['internal_user_mgt_delete'] } }],
-          filterLists: true,
-        },
-      },
-    ]);
+    const filtering = proxyDefinition(
+      'hop-list-v1.0',
+      '/hop-list',
+      `${upstream.url}/list`,
+      FILTERING_POLICIES,
+    );
     expect((await fx.deploy(filtering)).status).toBe(201);
   });
   afterAll(async () => {

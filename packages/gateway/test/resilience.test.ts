@@ -1,8 +1,13 @@
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
-import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import {
+  FILTERING_POLICIES,
+  type GatewayFixture,
+  proxyDefinition,
+  startTestGateway,
+} from './fixtures/gateway.js';
+import { type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { json, postMcp } from './fixtures/mcp-client.js';
 import { type RawUpstream, startRawUpstream } from './fixtures/raw-upstream.js';
 
@@ -60,20 +65,9 @@ describe('a filtering proxy in front of unusual upstreams', () => {
     });
     km = await startKeyManager();
     fx = await startTestGateway({ dataDir: tempDir(), keyManager: km });
-    const policies = [
-      { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } },
-      {
-        name: 'mcp-authz',
-        version: 'v1',
-        params: {
-          tools: [{ name: 'delete_user', scopes: { allOf: ['internal_user_mgt_delete'] } }],
-          filterLists: true,
-        },
-      },
-    ];
     for (const path of Object.keys(RESPONSES)) {
       const name = `${path.slice(1)}-v1.0`;
-      const definition = proxyDefinition(name, path, `${upstream.url}${path}`, policies);
+      const definition = proxyDefinition(name, path, `${upstream.url}${path}`, FILTERING_POLICIES);
       expect((await fx.deploy(definition)).status).toBe(201);
     }
   });
