@@ -125,6 +125,20 @@ function spellingOf(bytes: Buffer, start: number, end: number, name: string): Sp
   return exact ? Spelling.Exact : Spelling.OtherCase;
 }
 
+/**
+ * Whether the bytes from `start` to `end` are exactly `value`, each an ASCII character: a byte
+ * over 0x7f belongs to a multi-byte UTF-8 sequence (or is invalid), so it never stands for the
+ * one UTF-16 code unit of the same number.
+ */
+function isAsciiText(bytes: Buffer, start: number, end: number, value: string): boolean {
+  if (end - start !== value.length) return false;
+  for (let k = 0; k < value.length; k++) {
+    const code = bytes[start + k] as number;
+    if (code > 0x7f || code !== value.charCodeAt(k)) return false;
+  }
+  return true;
+}
+
 /** Names compared to the members; all lower-case ASCII letters. */
 const TOP_NAMES: ReadonlyArray<readonly [string, Member]> = [
   ['jsonrpc', Member.Jsonrpc],
@@ -330,7 +344,7 @@ class BodyScan {
   /** Whether a string span holds exactly `value`, read without making a string of it. */
   holds(span: Span, value: string): boolean {
     if (span.escaped) return JSON.parse(this.text(span.start, span.end)) === value;
-    return spellingOf(this.bytes, span.start + 1, span.end - 1, value) === Spelling.Exact;
+    return isAsciiText(this.bytes, span.start + 1, span.end - 1, value);
   }
 
   /** The value of a number span; a small whole number is read without making a string of it. */
@@ -431,6 +445,24 @@ function stringAt(scan: BodyScan, span: Span): string {
 }
 
 /**
+ * The string a span holds, for a member whose values recur from body to body (the method, the
+ * tool or resource name): bytes that spell the last value again give back that same string, with
+ * no decoding, no new string, and a hash every map that looks it up already knows.
+ */
+class RecurringString {
+  private last = '';
+
+  at(scan: BodyScan, span: Span): string {
+    if (!span.escaped && scan.holds(span, this.last)) return this.last;
+    this.last = stringAt(scan, span);
+    return this.last;
+  }
+}
+
+const recentMethod = new RecurringString();
+const recentTarget = new RecurringString();
+
+/**
  * A request or notification as parsed: its `params` object is built only when something reads
  * it (the protocol version of an `initialize`), not for every call. `paramsEnd` is 0 when the
  * message has no `params`.
@@ -503,12 +535,12 @@ function parseScanned(scan: BodyScan, body: Buffer): ParseResult {
   }
   if (methodSpan.kind !== Kind.String) return INVALID;
   if (params.kind !== Kind.Absent && params.kind !== Kind.Object) return INVALID;
-  const method = stringAt(scan, methodSpan);
+  const method = recentMethod.at(scan, methodSpan);
   let target = '';
   if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
     const span = method === 'resources/read' ? scan.uri : scan.name;
     if (span.kind !== Kind.String) return INVALID;
-    target = stringAt(scan, span);
+    target = recentTarget.at(scan, span);
   }
   const paramsEnd = params.kind === Kind.Absent ? 0 : params.end;
   return {

@@ -180,4 +180,27 @@ describe('parseMcpBody, one body after another', () => {
     expect(first.ok && first.call.params).toEqual({ protocolVersion: '2025-06-18' });
     expect(second.ok && second.call.params).toEqual({ protocolVersion: '2025-03-26' });
   });
+
+  it('reads each method and tool name from its own body, whatever the body before spelt', () => {
+    const call = (name: Buffer | string, method = 'tools/call') =>
+      Buffer.concat([
+        Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"${method}","params":{"name":"`),
+        Buffer.from(name),
+        Buffer.from('"}}'),
+      ]);
+    const read = (body: Buffer) => {
+      const parsed = parseMcpBody(body);
+      return parsed.ok ? [parsed.call.method, parsed.call.target] : parsed.code;
+    };
+    expect(read(call('search_users'))).toEqual(['tools/call', 'search_users']);
+    expect(read(call('search_users'))).toEqual(['tools/call', 'search_users']);
+    expect(read(call('search_userz'))).toEqual(['tools/call', 'search_userz']);
+    expect(read(call('x', 'prompts/get'))).toEqual(['prompts/get', 'x']);
+    expect(read(call('x', 'tools/list'))).toEqual(['tools/list', '']);
+    expect(read(call('\\u0073earch_users'))).toEqual(['tools/call', 'search_users']);
+    // "é" is two bytes in UTF-8 and one UTF-16 code unit, 0xE9; the lone byte 0xE9 that follows
+    // is not that character but an invalid sequence, read as U+FFFD.
+    expect(read(call('é'))).toEqual(['tools/call', 'é']);
+    expect(read(call(Buffer.from([0xe9])))).toEqual(['tools/call', '\uFFFD']);
+  });
 });
