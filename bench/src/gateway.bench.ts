@@ -60,7 +60,13 @@ import { MCP_HEADERS } from './kit/mcp-headers.js';
 import { startNginx } from './kit/nginx.js';
 import { benchArgs, countsOption, numberOption } from './kit/options.js';
 import { perfInstalled, perfReport, recordPerf, removePerfMap } from './kit/perf-record.js';
-import { samplePeakRss, treeCpuSplitMs, treeRssBytes, treeSleeps } from './kit/process-stats.js';
+import {
+  connectionsPerProcess,
+  samplePeakRss,
+  treeCpuSplitMs,
+  treeRssBytes,
+  treeSleeps,
+} from './kit/process-stats.js';
 import { interleavedRounds } from './kit/rounds.js';
 import { straceInstalled, traceSyscalls } from './kit/syscalls.js';
 import { fixed, markdownTable, percent, times } from './kit/table.js';
@@ -122,6 +128,8 @@ interface Measured extends LoadResult {
   kernelShare: number | undefined;
   /** Times an event loop of the row went to sleep, per request (`treeSleeps`). */
   sleepsPerRequest: number | undefined;
+  /** The load's connections per process of the row, halfway through (`connectionsPerProcess`). */
+  connectionSplit: number[] | undefined;
   peakRss: number | undefined;
 }
 
@@ -203,7 +211,13 @@ async function measure(client: LoadClient, target: Target, connections: number):
   const cpuBefore = treeCpuSplitMs(target.pid);
   const sleepsBefore = treeSleeps(target.pid);
   const rss = samplePeakRss(target.pid);
+  let connectionSplit: number[] | undefined;
+  const port = Number(new URL(target.url).port);
+  const halfway = setTimeout(() => {
+    connectionSplit = connectionsPerProcess(target.pid, port);
+  }, SECONDS * 500);
   const result = await runLoad(client, { ...spec, seconds: SECONDS });
+  clearTimeout(halfway);
   const peakRss = rss.stop();
   const cpuAfter = treeCpuSplitMs(target.pid);
   const sleepsAfter = treeSleeps(target.pid);
@@ -219,7 +233,7 @@ async function measure(client: LoadClient, target: Target, connections: number):
     cpuMsPerRequest = (user + system) / result.requests;
     kernelShare = user + system > 0 ? system / (user + system) : undefined;
   }
-  return { ...result, cpuMsPerRequest, kernelShare, sleepsPerRequest, peakRss };
+  return { ...result, cpuMsPerRequest, kernelShare, sleepsPerRequest, connectionSplit, peakRss };
 }
 
 async function main(): Promise<void> {
@@ -536,6 +550,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       fixed(r.cpuMsPerRequest, 4),
       percent(r.kernelShare, 1),
       fixed(r.sleepsPerRequest, 2),
+      r.connectionSplit?.join('+') || 'n/a',
       percent(r.rps, direct.rps),
       percent(r.rps, viaNginx1?.rps),
       percent(r.rps, viaNginxN?.rps),
@@ -552,6 +567,7 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
       'CPU ms/req',
       'in kernel',
       'sleeps/req',
+      'conns/process',
       'share of direct',
       'share of nginx 1w',
       `share of nginx ${CORES}w`,

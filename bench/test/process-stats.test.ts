@@ -1,7 +1,12 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  connectionsPerProcess,
   processTree,
   treeCpuMs,
   treeCpuSplitMs,
@@ -90,6 +95,49 @@ describe.runIf(process.platform === 'linux')('process tree statistics from /proc
     } finally {
       child.kill();
       await once(child, 'exit');
+    }
+  });
+
+  it('tells how many connections each process of a cluster holds', async () => {
+    // Two cluster workers share one port; each greets a connection once it holds it. A file,
+    // not `-e`: cluster workers run the primary's script.
+    const dir = mkdtempSync(join(tmpdir(), 'process-stats-'));
+    const script = join(dir, 'cluster.cjs');
+    writeFileSync(
+      script,
+      `const cluster = require('node:cluster');
+        if (cluster.isPrimary) {
+          cluster.schedulingPolicy = cluster.SCHED_RR;
+          let ready = 0;
+          for (let i = 0; i < 2; i++) {
+            cluster.fork().on('message', (port) => {
+              if (++ready === 2) process.stdout.write(port + '\\n');
+            });
+          }
+        } else {
+          const server = require('node:net').createServer((socket) => socket.write('hi'));
+          server.listen(0, '127.0.0.1', () => process.send(server.address().port));
+        }`,
+    );
+    const cluster = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const sockets: Socket[] = [];
+    try {
+      const [line] = (await once(cluster.stdout as NodeJS.ReadableStream, 'data')) as [Buffer];
+      const port = Number(line.toString().trim());
+      // One at a time: round robin gives the next connection to the worker that took the one
+      // before last, so four connections made in turn are split 2 and 2.
+      for (let i = 0; i < 4; i++) {
+        const socket = connect(port, '127.0.0.1');
+        sockets.push(socket);
+        await once(socket, 'data');
+      }
+      expect(connectionsPerProcess(cluster.pid as number, port)).toEqual([2, 2]);
+      expect(connectionsPerProcess(cluster.pid as number, port + 1)).toEqual([]);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      cluster.kill();
+      await once(cluster, 'exit');
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /**
  * CPU time and memory of a process and all its descendants (workers, nginx's worker processes),
@@ -114,6 +114,62 @@ export function treeSleeps(rootPid: number): number | undefined {
 export function treeRssBytes(rootPid: number): number | undefined {
   const kib = sumStatusField(rootPid, /^VmRSS:\s+(\d+) kB/m);
   return kib === undefined ? undefined : kib * 1024;
+}
+
+/** `st` of an established socket in /proc/net/tcp (the kernel's TCP_ESTABLISHED). */
+const ESTABLISHED = '01';
+
+/**
+ * Inodes of the established TCP sockets whose local port is `port` (IPv4 and IPv6); undefined
+ * when neither table can be read.
+ */
+function establishedSocketInodes(port: number): Set<string> | undefined {
+  let inodes: Set<string> | undefined;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    inodes ??= new Set();
+    // Rows after the header: sl, local_address (hex address:hex port), rem_address, st, …, inode.
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      const local = fields[1];
+      if (local === undefined || fields[3] !== ESTABLISHED) continue;
+      if (Number.parseInt(local.slice(local.lastIndexOf(':') + 1), 16) === port) {
+        inodes.add(fields[9] as string);
+      }
+    }
+  }
+  return inodes;
+}
+
+/**
+ * How the established connections to `port` are spread over the processes of a tree: one count
+ * per process that holds any, largest first (`[7, 3]`: two workers, one with 7 connections).
+ * With `--workers`, Node's cluster hands each new connection to whichever worker is free first,
+ * so 10 connections are not always split 5 and 5, and an uneven split costs less per request
+ * (a busier worker sleeps less). Undefined where /proc cannot tell.
+ */
+export function connectionsPerProcess(rootPid: number, port: number): number[] | undefined {
+  const inodes = establishedSocketInodes(port);
+  if (inodes === undefined) return undefined;
+  const counts: number[] = [];
+  for (const pid of processTree(rootPid)) {
+    let held = 0;
+    try {
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        const target = readlinkSync(`/proc/${pid}/fd/${fd}`, 'utf8');
+        if (target.startsWith('socket:[') && inodes.has(target.slice(8, -1))) held++;
+      }
+    } catch {
+      // The process exited, or its descriptors are not ours to read.
+    }
+    if (held > 0) counts.push(held);
+  }
+  return counts.sort((a, b) => b - a);
 }
 
 /** Samples the peak RSS of a process tree until `stop()` is called. */
