@@ -108,7 +108,7 @@ enum Spelling {
  * of the decoded key: the only characters that lower-case to one of their ASCII letters are the
  * letter's own two cases (U+212A KELVIN SIGN becomes `k`, which none of them contains; U+0130
  * becomes two characters), and a character outside ASCII is written with bytes over 0x7f.
- * `Exact` alone also tells whether they hold any ASCII text.
+ * Where only the exact spelling counts, `isAsciiText` says so.
  */
 function spellingOf(bytes: Buffer, start: number, end: number, name: string): Spelling {
   if (end - start !== name.length) return Spelling.None;
@@ -335,8 +335,8 @@ class BodyScan {
       if (spelling === Spelling.Exact) exact = member;
     }
     if (top && exact === Member.Other) {
-      if (spellingOf(bytes, from, to, 'result') === Spelling.Exact) this.hasResult = true;
-      else if (spellingOf(bytes, from, to, 'error') === Spelling.Exact) this.hasError = true;
+      if (isAsciiText(bytes, from, to, 'result')) this.hasResult = true;
+      else if (isAsciiText(bytes, from, to, 'error')) this.hasError = true;
     }
     return exact;
   }
