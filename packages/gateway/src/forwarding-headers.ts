@@ -46,7 +46,21 @@ function addOptions(names: Set<string> | undefined, field: string): Set<string> 
   return names;
 }
 
+/**
+ * The name the gateway gives itself in the `Via` members it adds (RFC 9110 §7.6.3): a pseudonym
+ * rather than its host and port, which the upstream has no need to learn.
+ */
+const VIA_PSEUDONYM = 'mcp-gateway';
+const VIA_HTTP_1_1 = `1.1 ${VIA_PSEUDONYM}`;
+
+/** This gateway's `Via` member for a request received over HTTP/`httpVersion`. */
+function viaMember(httpVersion: string): string {
+  return httpVersion === '1.1' ? VIA_HTTP_1_1 : `${httpVersion} ${VIA_PSEUDONYM}`;
+}
+
 export interface UpstreamHeaderOptions {
+  /** The version of HTTP the client's request came in (`IncomingMessage.httpVersion`). */
+  httpVersion: string;
   stripAuthorization: boolean;
   /** The body will be rewritten: ask for it uncompressed (RFC 9110 §12.5.3). */
   identityEncoding: boolean;
@@ -62,8 +76,10 @@ export type HeaderList = Array<string | string[]>;
 
 /**
  * Request headers for the upstream, minus hop-by-hop ones (the fixed list and those the
- * client's `Connection` field nominates) and, when asked, the token. What the gateway sets
- * itself is added after the filtering, so no nomination by the client can strip it.
+ * client's `Connection` field nominates) and, when asked, the token, plus the gateway's `Via`
+ * member after any the request already carries (an HTTP-to-HTTP gateway must send one in every
+ * request it forwards, RFC 9110 §7.6.3). What the gateway sets itself is added after the
+ * filtering, so no nomination by the client can strip it.
  */
 export function upstreamHeaders(
   headers: IncomingHttpHeaders,
@@ -75,12 +91,16 @@ export function upstreamHeaders(
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || HOP_BY_HOP.has(name) || name === credential) continue;
-    if (nominated?.has(name)) continue;
+    if (nominated?.has(name) || name === 'via') continue;
     if (options.stripAuthorization && name === 'authorization') continue;
     if (options.identityEncoding && name === 'accept-encoding') continue;
     if (typeof value === 'string') out.push(name, value);
     else for (const item of value) out.push(name, item);
   }
+  // Node joins a request's repeated Via lines with ", ": one list, in the order received.
+  const received = nominated?.has('via') ? undefined : headers.via;
+  const member = viaMember(options.httpVersion);
+  out.push('via', received ? `${received}, ${member}` : member);
   if (options.identityEncoding) out.push('accept-encoding', 'identity');
   if (options.credential) out.push(options.credential.header, options.credential.value);
   return out;

@@ -105,6 +105,7 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
     path: runtime.upstreamPath,
     method: f.http.method as Dispatcher.HttpMethod,
     headers: upstreamHeaders(f.http.headers, {
+      httpVersion: f.http.request.httpVersion,
       stripAuthorization: runtime.authenticator ? !runtime.authenticator.forwardToken : false,
       identityEncoding: f.filter !== undefined,
       credential: runtime.upstreamAuth,

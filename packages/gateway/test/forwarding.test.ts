@@ -139,10 +139,16 @@ const ANSWER_HEADERS: Record<string, Record<string, string | string[]>> = {
 };
 
 /**
- * Sends one POST with these header lines exactly as written, on its own connection, and resolves
- * with the status: Node's client refuses some hop-by-hop headers (a `trailer` without chunking).
+ * Sends one POST with these header lines exactly as written, on its own connection and in this
+ * version of HTTP/1, and resolves with the status: Node's client refuses some hop-by-hop headers
+ * (a `trailer` without chunking) and speaks only HTTP/1.1.
  */
-function postRaw(url: string, headerLines: string[], body: string): Promise<number> {
+function postRaw(
+  url: string,
+  headerLines: string[],
+  body: string,
+  version = '1.1',
+): Promise<number> {
   const { hostname, port, pathname } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);
@@ -154,7 +160,7 @@ function postRaw(url: string, headerLines: string[], body: string): Promise<numb
     socket.on('end', () => resolve(Number(answer.split(' ', 2)[1])));
     socket.on('error', reject);
     const head = [
-      `POST ${pathname} HTTP/1.1`,
+      `POST ${pathname} HTTP/${version}`,
       `host: ${hostname}:${port}`,
       'connection: close',
       'content-type: application/json',
@@ -166,7 +172,7 @@ function postRaw(url: string, headerLines: string[], body: string): Promise<numb
   });
 }
 
-describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
+describe('hop-by-hop headers (RFC 9110 §7.6.1) and Via (§7.6.3)', () => {
   let upstream: RawUpstream;
   let km: KeyManager;
   let fx: GatewayFixture;
@@ -315,5 +321,36 @@ describe('hop-by-hop headers (RFC 9110 §7.6.1)', () => {
     });
     expect(list.status).toBe(200);
     expect(upstream.lastHeaders?.['accept-encoding']).toBe('identity');
+  });
+
+  it('adds its own Via member to every request it forwards, after those the request carries', async () => {
+    await send('/hop-plain', {});
+    expect(upstream.lastHeaders?.via).toBe('1.1 mcp-gateway');
+
+    await send('/hop-plain', { via: '1.0 fred, 1.1 p.example.net' });
+    expect(upstream.lastHeaders?.via).toBe('1.0 fred, 1.1 p.example.net, 1.1 mcp-gateway');
+
+    // Repeated Via lines are one list, in the order received.
+    const lines = ['Via: 1.0 fred', 'Via: 1.1 p.example.net'];
+    const call = JSON.stringify(toolCall('search_users'));
+    expect(await postRaw(`${fx.gateway.plainUrl}/hop-plain/mcp`, lines, call)).toBe(200);
+    expect(upstream.lastHeaders?.via).toBe('1.0 fred, 1.1 p.example.net, 1.1 mcp-gateway');
+
+    // The list-filtering path forwards through the same headers.
+    expect((await listTools({ via: '1.1 edge' })).status).toBe(200);
+    expect(upstream.lastHeaders?.via).toBe('1.1 edge, 1.1 mcp-gateway');
+  });
+
+  it('names the version of HTTP the request came in with in its Via member', async () => {
+    const call = JSON.stringify(toolCall('search_users'));
+    const status = await postRaw(`${fx.gateway.plainUrl}/hop-plain/mcp`, [], call, '1.0');
+    expect(status).toBe(200);
+    expect(upstream.lastHeaders?.via).toBe('1.0 mcp-gateway');
+  });
+
+  it('still adds its Via member when the client nominates Via as hop-by-hop', async () => {
+    const response = await send('/hop-plain', { connection: 'close, Via', via: '1.1 hidden' });
+    expect(response.status).toBe(200);
+    expect(upstream.lastHeaders?.via).toBe('1.1 mcp-gateway');
   });
 });
