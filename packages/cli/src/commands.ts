@@ -4,6 +4,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
   type ConfigSource,
+  commandLineFlag,
   defineConfig,
   isJsonObject,
   type LoadedConfig,
@@ -27,7 +28,7 @@ import { projectRoot } from './stack/project-root.js';
 import { isStackSecrets, readStackSecrets, type StackSecrets } from './stack/secrets.js';
 import { type RunningStack, startStack } from './stack/start.js';
 import { isAlive, readRunningStack, type StackState } from './stack/state.js';
-import { PORT_FLAGS, renderSummary } from './stack/summary.js';
+import { renderSummary, type StackFlags } from './stack/summary.js';
 
 export { scopesForTool };
 
@@ -81,6 +82,20 @@ const PORT_OPTIONS = {
   gatewayManagement: 'managementPort',
   areaA: 'areaAPort',
 } as const satisfies Record<keyof StackPorts, keyof typeof PORTS>;
+
+/**
+ * The flags of the data directory and of each port, for the commands the CLI prints and the
+ * one it runs detached: the names `loadConfig` reads them by.
+ */
+const STACK_FLAGS: StackFlags = {
+  dataDir: commandLineFlag('dataDir', DATA_DIR) as string,
+  ports: Object.fromEntries(
+    Object.entries(PORT_OPTIONS).map(([key, option]) => [
+      key,
+      commandLineFlag(option, PORTS[option]),
+    ]),
+  ) as StackFlags['ports'],
+};
 
 /**
  * The ports the options choose; with `running`, an option left at its default
@@ -203,7 +218,11 @@ async function up(argv: string[], io: Io): Promise<number> {
   const progress = createProgress(io.err);
   progress.info(`Starting mcp-identity (data in ${dataDir})`);
   const stack = await startStack({ dataDir, ports, progress, detached });
-  const summary = renderSummary(stack, { detached, defaultDataDir: defaultDataDir() });
+  const summary = renderSummary(stack, {
+    detached,
+    defaultDataDir: defaultDataDir(),
+    flags: STACK_FLAGS,
+  });
   if (detached && process.send) process.send({ ready: summary });
   else io.out.write(summary);
   const reason = await stopReason(stack, { watchParent: !detached });
@@ -259,14 +278,18 @@ async function launchDetached(dataDir: string, ports: StackPorts, io: Io): Promi
   const logFile = join(dataDir, 'logs', 'supervisor.log');
   mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
   const log = openSync(logFile, 'a');
-  const portArgs = (Object.entries(PORT_FLAGS) as [keyof StackPorts, string][]).flatMap(
+  const portArgs = (Object.entries(STACK_FLAGS.ports) as [keyof StackPorts, string][]).flatMap(
     ([key, flag]) => [flag, String(ports[key])],
   );
-  const child = spawn(process.execPath, [CLI_BIN, 'up', '--data-dir', dataDir, ...portArgs], {
-    detached: true,
-    stdio: ['ignore', log, log, 'ipc'],
-    env: { ...process.env, [DETACHED_ENV]: '1' },
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI_BIN, 'up', STACK_FLAGS.dataDir, dataDir, ...portArgs],
+    {
+      detached: true,
+      stdio: ['ignore', log, log, 'ipc'],
+      env: { ...process.env, [DETACHED_ENV]: '1' },
+    },
+  );
   closeSync(log);
   const outcome = await new Promise<{ ready: string } | { exitCode: number | null }>((settle) => {
     child.once('message', (message) => settle(message as { ready: string }));

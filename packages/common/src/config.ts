@@ -220,6 +220,12 @@ export function renderConfigHelp(spec: ConfigSpec): string {
   return rows.map(([name, text]) => `  ${name.padEnd(width)}${text}`).join('\n');
 }
 
+/** The command-line flag that sets the field `key` (`--idp-port`), or undefined when it has none. */
+export function commandLineFlag(key: string, field: FieldSpec): string | undefined {
+  const name = flagOf(key, field);
+  return name === undefined ? undefined : `--${name}`;
+}
+
 function flagOf(key: string, field: FieldSpec): string | undefined {
   if (field.flag === false) return undefined;
   return field.flag ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`).replace(/[._]/g, '-');

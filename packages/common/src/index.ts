@@ -13,6 +13,7 @@ export {
   type ConfigSource,
   type ConfigSpec,
   type ConfigValues,
+  commandLineFlag,
   defineConfig,
   type FieldSpec,
   type FieldType,

@@ -1,7 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, defineConfig, loadConfig, renderConfigHelp } from '@mcp-identity/common';
+import {
+  ConfigError,
+  commandLineFlag,
+  defineConfig,
+  loadConfig,
+  renderConfigHelp,
+} from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 
@@ -113,6 +119,22 @@ describe('loadConfig precedence', () => {
     expect(help).toContain('--port <integer>');
     expect(help).toContain('env APP_PORT');
     expect(help).toContain('default 5000');
+  });
+
+  it('names the flag that sets a field, as the parser reads it', () => {
+    const flags = defineConfig({
+      idpPort: { type: 'integer', description: 'IdP port' },
+      dataDir: { type: 'string', description: 'data', flag: 'dir' },
+      secret: { type: 'string', description: 'not on the command line', flag: false },
+    });
+    expect(commandLineFlag('idpPort', flags.idpPort)).toBe('--idp-port');
+    expect(commandLineFlag('dataDir', flags.dataDir)).toBe('--dir');
+    expect(commandLineFlag('secret', flags.secret)).toBeUndefined();
+    const argv = ['--idp-port', '9443', '--dir', '/tmp/x'];
+    expect(loadConfig(flags, { argv, env: {} }).values).toMatchObject({
+      idpPort: 9443,
+      dataDir: '/tmp/x',
+    });
   });
 });
 

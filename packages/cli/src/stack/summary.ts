@@ -1,15 +1,14 @@
 import { DEFAULT_PORTS, type StackLayout, type StackPorts } from './layout.js';
 import type { RunningStack } from './start.js';
 
-/** The command-line flag of each of the stack's ports (`up` and the helper commands). */
-export const PORT_FLAGS: Record<keyof StackPorts, string> = {
-  idp: '--idp-port',
-  mcp: '--mcp-port',
-  gatewayHttps: '--gateway-https-port',
-  gatewayHttp: '--gateway-http-port',
-  gatewayManagement: '--management-port',
-  areaA: '--area-a-port',
-};
+/**
+ * The command-line flag of the data directory and of each of the stack's ports
+ * (`--idp-port`), as `up` and the helper commands define them.
+ */
+export interface StackFlags {
+  dataDir: string;
+  ports: Record<keyof StackPorts, string>;
+}
 
 /**
  * The flags that point a helper command at this stack: the data directory
@@ -17,10 +16,15 @@ export const PORT_FLAGS: Record<keyof StackPorts, string> = {
  * helpers also read the ports from the data directory; the flags make a
  * printed command self-explanatory and copyable elsewhere).
  */
-export function stackFlags(layout: StackLayout, defaultDataDir: string): string {
+function stackFlags(
+  layout: StackLayout,
+  options: { defaultDataDir: string; flags: StackFlags },
+): string {
   const flags: string[] = [];
-  if (layout.dataDir !== defaultDataDir) flags.push(`--data-dir ${shellQuote(layout.dataDir)}`);
-  for (const [key, flag] of Object.entries(PORT_FLAGS) as [keyof StackPorts, string][]) {
+  if (layout.dataDir !== options.defaultDataDir) {
+    flags.push(`${options.flags.dataDir} ${shellQuote(layout.dataDir)}`);
+  }
+  for (const [key, flag] of Object.entries(options.flags.ports) as [keyof StackPorts, string][]) {
     if (layout.ports[key] !== DEFAULT_PORTS[key]) flags.push(`${flag} ${layout.ports[key]}`);
   }
   return flags.map((flag) => ` ${flag}`).join('');
@@ -33,10 +37,10 @@ function shellQuote(value: string): string {
 /** Everything a person needs to use the running stack, printed once after start-up. */
 export function renderSummary(
   stack: RunningStack,
-  options: { detached: boolean; defaultDataDir: string },
+  options: { detached: boolean; defaultDataDir: string; flags: StackFlags },
 ): string {
   const { layout, secrets } = stack;
-  const flags = stackFlags(layout, options.defaultDataDir);
+  const flags = stackFlags(layout, options);
   const lines = [
     '',
     options.detached
