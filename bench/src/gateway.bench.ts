@@ -578,7 +578,6 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
   );
 }
 
-/** Issue 15's targets for the fast path (auth+authz, warm cache), as measured. */
 /** Issue 15's absolute goals for the fast path (CPU per request; added p50 at 10 connections). */
 const CPU_GOAL_MS = 0.04;
 const ADDED_P50_GOAL_MS = 0.2;
@@ -593,6 +592,7 @@ function floorMisses(floor: number | undefined, goal: number): string {
     : '';
 }
 
+/** Issue 15's targets for the fast path (auth+authz, warm cache), as measured. */
 function goalLines(
   connections: number,
   targets: Target[],

@@ -237,8 +237,9 @@ function envValue(spec: ConfigSpec, key: string, env: Record<string, string | un
 }
 
 function describeWhere(key: string, field: FieldSpec): string {
+  const flag = commandLineFlag(key, field);
   const ways = [
-    flagOf(key, field) && `flag --${flagOf(key, field)}`,
+    flag && `flag ${flag}`,
     field.env && `env var ${field.env}`,
     'the configuration file',
   ];
