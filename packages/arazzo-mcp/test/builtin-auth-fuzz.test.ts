@@ -1,6 +1,5 @@
-import { connect } from 'node:net';
 import { AUTHORIZATION_REQUEST_PARAMETERS, type RunningServer } from '@mcp-identity/common';
-import { seededRandom, useTempDir } from '@mcp-identity/common/testing';
+import { rawHttpStatus, seededRandom, useTempDir } from '@mcp-identity/common/testing';
 import { loginFormFields } from '@mcp-identity/oauth';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -416,8 +415,10 @@ describe('Area A public surface under fuzzing', () => {
       ];
       const statuses = await Promise.all(
         lines.map((line) =>
-          rawStatus(
+          rawHttpStatus(
+            server.url,
             `${line} HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+            REQUEST_TIMEOUT_MS,
           ),
         ),
       );
@@ -428,19 +429,3 @@ describe('Area A public surface under fuzzing', () => {
     },
   );
 });
-
-/** The status code of a raw HTTP/1.1 exchange. */
-function rawStatus(request: string): Promise<number> {
-  const { port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1');
-    let data = '';
-    socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy(new Error('no answer')));
-    socket.on('data', (chunk) => {
-      data += chunk.toString('latin1');
-    });
-    socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)));
-    socket.on('error', reject);
-    socket.end(request, 'latin1');
-  });
-}

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
-import { connect } from 'node:net';
-import { useTempDir } from '@mcp-identity/common/testing';
+import { rawHttpStatus, useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   FILTERING_POLICIES,
@@ -143,33 +142,18 @@ const ANSWER_HEADERS: Record<string, Record<string, string | string[]>> = {
  * version of HTTP/1, and resolves with the status: Node's client refuses some hop-by-hop headers
  * (a `trailer` without chunking) and speaks only HTTP/1.1.
  */
-function postRaw(
-  url: string,
-  headerLines: string[],
-  body: string,
-  version = '1.1',
-): Promise<number> {
-  const { hostname, port, pathname } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let answer = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      answer += chunk;
-    });
-    socket.on('end', () => resolve(Number(answer.split(' ', 2)[1])));
-    socket.on('error', reject);
-    const head = [
-      `POST ${pathname} HTTP/${version}`,
-      `host: ${hostname}:${port}`,
-      'connection: close',
-      'content-type: application/json',
-      'accept: application/json, text/event-stream',
-      `content-length: ${Buffer.byteLength(body)}`,
-      ...headerLines,
-    ];
-    socket.write(`${head.join('\r\n')}\r\n\r\n${body}`);
-  });
+function postRaw(url: string, headerLines: string[], body: string, version = '1.1') {
+  const { host, pathname } = new URL(url);
+  const head = [
+    `POST ${pathname} HTTP/${version}`,
+    `host: ${host}`,
+    'connection: close',
+    'content-type: application/json',
+    'accept: application/json, text/event-stream',
+    `content-length: ${Buffer.byteLength(body)}`,
+    ...headerLines,
+  ];
+  return rawHttpStatus(url, `${head.join('\r\n')}\r\n\r\n${body}`);
 }
 
 describe('hop-by-hop headers (RFC 9110 §7.6.1) and Via (§7.6.3)', () => {

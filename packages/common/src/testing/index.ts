@@ -28,6 +28,7 @@ export {
 } from './nginx.js';
 export { postgresMissing, startPostgres, type TestPostgres } from './postgres.js';
 export { expositionProblems, metricValue } from './prometheus.js';
+export { rawHttpStatus } from './raw-http.js';
 export { redisMissing, startRedis, type TestRedis } from './redis.js';
 export { describeRequiring } from './requires.js';
 export { BrowserSignInProvider, SignInClientProvider } from './sdk-client-provider.js';
