@@ -578,6 +578,11 @@ function resultTable(targets: Target[], results: Map<string, Measured>, baseline
   );
 }
 
+/** The Node.js floor on as many processes as a gateway row: what its CPU/req is a multiple of. */
+function floorOf(target: Target): string {
+  return target.workers === undefined ? NODE_PROXY : nodeProxyWorkers(target.workers);
+}
+
 /** Issue 15's absolute goals for the fast path (CPU per request; added p50 at 10 connections). */
 const CPU_GOAL_MS = 0.04;
 const ADDED_P50_GOAL_MS = 0.2;
@@ -606,7 +611,7 @@ function goalLines(
       const r = results.get(target.name) as Measured;
       const { workers } = target;
       const sameCores = results.get(workers === undefined ? NGINX_1 : NGINX_N);
-      const floor = workers === undefined ? NODE_PROXY : nodeProxyWorkers(workers);
+      const floor = floorOf(target);
       const floorCpu = results.get(floor)?.cpuMsPerRequest;
       const rssMb = fixed((r.peakRss ?? Number.NaN) / 2 ** 20, 0);
       const rssRatio = fixed((r.peakRss ?? Number.NaN) / (target.idleRss ?? Number.NaN), 2);
@@ -656,8 +661,7 @@ async function lightLoadLatency(targets: Target[], baseline: string): Promise<st
     .filter((t) => t.name.includes('warm cache'))
     .map((target) => {
       const r = results.get(target.name) as LoadResult;
-      const floorName =
-        target.workers === undefined ? NODE_PROXY : nodeProxyWorkers(target.workers);
+      const floorName = floorOf(target);
       const floor = results.get(floorName);
       const floorAdded = floor && floor.p50Ms - direct.p50Ms;
       return `light load (${r.rps.toFixed(0)} req/s over ${LIGHT_CONNECTIONS} connections), ${target.name}: added p50 ${added(r)} ms (≤ ${ADDED_P50_GOAL_MS}${floorMisses(floorAdded, ADDED_P50_GOAL_MS)}; "${floorName}" added ${fixed(floorAdded, 3)} ms)`;
