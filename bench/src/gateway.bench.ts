@@ -3,8 +3,9 @@
  *
  * Rows: direct to the upstream (a minimal node:http server, and nginx `return 200` when Debian's
  * nginx is installed), nginx as a plain reverse proxy (1 worker, and one per core), the least a
- * Node.js proxy does (`node:http` + undici `dispatch`, no routing, policy or log), the gateway
- * without policies, and with mcp-auth + mcp-authz on a warm and on a cold verified-token cache
+ * Node.js proxy does (`node:http` + undici `dispatch`, no routing, policy or log) and, with
+ * `--lower-bounds`, two relays below it (bytes relayed with no HTTP read; HTTP framed by hand
+ * with nothing checked), the gateway without policies, and with mcp-auth + mcp-authz on a warm and on a cold verified-token cache
  * (`cachemaxsize = 0`: every request verifies an RS256 signature). Each at 10 and 64 keep-alive
  * connections; req/s, p50/p99, CPU per request of the proxy's process tree (from /proc), and the
  * ratios: share of direct, share of nginx-as-proxy, added p50.
@@ -12,6 +13,7 @@
  *   npm run bench:gateway
  *   npm run bench:gateway -- --seconds 10 --rounds 5 --connections 10,64,128 --client autocannon
  *   npm run bench:gateway -- --workers 2      # also rows for `gateway serve --workers 2`
+ *   npm run bench:gateway -- --lower-bounds   # also a Node.js TCP relay and a bare HTTP relay
  *   npm run bench:gateway -- --profile        # then a --cpu-prof run of the gateway, summarised
  *   npm run bench:gateway -- --profile-only --profile-case cold   # only that (warm, cold, open)
  *   npm run bench:gateway -- --profile-only --profile-dir /tmp/prof  # keeps the .cpuprofile
@@ -32,8 +34,10 @@ import { Cleanup } from './kit/cleanup.js';
 import { formatProfileSummary, summariseCpuProfile } from './kit/cpu-profile.js';
 import {
   type RunningProcess,
+  spawnBareHttpRelay,
   spawnFastUpstream,
   spawnNodeProxy,
+  spawnTcpRelay,
   TOOL_CALL_BODY,
   TOOL_RESULT_BODY,
 } from './kit/fast-upstream.js';
@@ -79,6 +83,7 @@ const args = benchArgs({
   client: { type: 'string' },
   threads: { type: 'string', default: '1' },
   workers: { type: 'string' },
+  'lower-bounds': { type: 'boolean', default: false },
   profile: { type: 'boolean', default: false },
   'profile-only': { type: 'boolean', default: false },
   'profile-case': { type: 'string', default: 'warm' },
@@ -256,6 +261,12 @@ const NODE_PROXY = 'node:http + undici proxy, nothing else';
 /** The same floor as `node:cluster` workers, for the gateway's `--workers` rows. */
 const nodeProxyWorkers = (workers: number) =>
   `node:http + undici proxy, ${workers} workers, nothing else`;
+/**
+ * Below the floor (`--lower-bounds`): what Node.js's sockets cost with no HTTP read, and what
+ * HTTP framing by hand costs with nothing checked; neither is a proxy to run.
+ */
+const TCP_RELAY = 'lower bound: Node.js TCP relay, no HTTP';
+const BARE_HTTP_RELAY = 'lower bound: HTTP/1.1 framed by hand, no checks';
 
 async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
   const client = await pickLoadClient(args.client);
@@ -293,6 +304,15 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
     }
     const nodeProxy = started(await spawnNodeProxy(upstream.url));
     targets.push({ name: NODE_PROXY, url: nodeProxy.url, pid: nodeProxy.pid });
+    if (args['lower-bounds']) {
+      for (const [name, spawnRelay] of [
+        [TCP_RELAY, spawnTcpRelay],
+        [BARE_HTTP_RELAY, spawnBareHttpRelay],
+      ] as const) {
+        const relay = started(await spawnRelay(upstream.url));
+        targets.push({ name, url: relay.url, pid: relay.pid });
+      }
+    }
     if (workers !== undefined) {
       const cluster = started(await spawnNodeProxy(upstream.url, workers));
       targets.push({ name: nodeProxyWorkers(workers), url: cluster.url, pid: cluster.pid });

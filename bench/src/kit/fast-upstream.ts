@@ -61,3 +61,13 @@ export function spawnFastUpstream(): Promise<RunningProcess> {
 export function spawnNodeProxy(upstreamUrl: string, workers = 1): Promise<RunningProcess> {
   return spawnKitServer('./node-proxy-server.ts', [upstreamUrl, String(workers)]);
 }
+
+/** Starts `tcp-relay-server.ts` in front of `upstreamUrl`: bytes relayed, no HTTP read. */
+export function spawnTcpRelay(upstreamUrl: string): Promise<RunningProcess> {
+  return spawnKitServer('./tcp-relay-server.ts', [upstreamUrl]);
+}
+
+/** Starts `bare-http-relay-server.ts` in front of `upstreamUrl`: HTTP framing by hand, no checks. */
+export function spawnBareHttpRelay(upstreamUrl: string): Promise<RunningProcess> {
+  return spawnKitServer('./bare-http-relay-server.ts', [upstreamUrl]);
+}
