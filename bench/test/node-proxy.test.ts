@@ -26,6 +26,10 @@ describe.runIf(process.platform === 'linux')('the Node.js proxies of bench:gatew
       body += chunk;
     });
     request.once('end', () => {
+      if (request.headers['x-drop'] !== undefined) {
+        request.socket.destroy();
+        return;
+      }
       seen.push({
         path: request.url ?? '',
         headers: request.headers,
@@ -138,5 +142,21 @@ describe.runIf(process.platform === 'linux')('the Node.js proxies of bench:gatew
     expect(seen[0]?.headers.host).toBe(new URL(upstreamUrl).host);
     expect(seen[0]?.headers['content-type']).toBe('application/json');
     expect(new Set(seen.map((s) => s.socket)).size).toBe(1);
+  });
+
+  it('lower bound: closes the client connection whose request the upstream dropped, and goes on', async () => {
+    const relay = await spawnBareHttpRelay(upstreamUrl);
+    try {
+      const dropped = fetch(relay.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-drop': '1' },
+        body: TOOL_CALL_BODY,
+      });
+      await expect(dropped).rejects.toThrow('fetch failed');
+      const next = await fetch(relay.url, { method: 'POST', body: TOOL_CALL_BODY });
+      expect(await next.text()).toBe(TOOL_RESULT_BODY);
+    } finally {
+      await relay.stop();
+    }
   });
 });

@@ -65,19 +65,28 @@ function head(startLine: string, message: Message, host?: string): string {
   return `${text}content-length: ${message.body.length}\r\n\r\n`;
 }
 
-/** Idle upstream connections, each with the callback of the request it carries next. */
+/** Upstream connections with no request on them. */
 const idle: Socket[] = [];
-const waiting = new WeakMap<Socket, (response: Message) => void>();
+/** Per busy upstream connection, the client connection whose request it carries. */
+const carrying = new Map<Socket, Socket>();
 
 function upstreamConnection(): Socket {
   const socket = connect(Number(upstream.port), upstream.hostname);
   socket.setNoDelay(true);
   socket.on('error', () => socket.destroy());
+  // The upstream closes idle connections (its keep-alive timeout): such a one is never reused,
+  // and a client whose request was on it loses its connection rather than wait for ever.
+  socket.once('close', () => {
+    const at = idle.indexOf(socket);
+    if (at >= 0) idle.splice(at, 1);
+    carrying.get(socket)?.destroy();
+    carrying.delete(socket);
+  });
   readMessages(socket, (response) => {
-    const answer = waiting.get(socket);
-    waiting.delete(socket);
+    const client = carrying.get(socket);
+    carrying.delete(socket);
     idle.push(socket);
-    answer?.(response);
+    if (client) send(client, head(response.lines[0] as string, response), response.body);
   });
   return socket;
 }
@@ -88,9 +97,7 @@ const server = createServer((client) => {
   readMessages(client, (request) => {
     const method = (request.lines[0] as string).split(' ', 1)[0];
     const socket = idle.pop() ?? upstreamConnection();
-    waiting.set(socket, (response) => {
-      send(client, head(response.lines[0] as string, response), response.body);
-    });
+    carrying.set(socket, client);
     send(
       socket,
       head(`${method} ${upstream.pathname} HTTP/1.1`, request, upstream.host),
