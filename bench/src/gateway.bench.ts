@@ -5,10 +5,11 @@
  * nginx is installed), nginx as a plain reverse proxy (1 worker, and one per core), the least a
  * Node.js proxy does (`node:http` + undici `dispatch`, no routing, policy or log) and, with
  * `--lower-bounds`, two relays below it (bytes relayed with no HTTP read; HTTP framed by hand
- * with nothing checked), the gateway without policies, and with mcp-auth + mcp-authz on a warm and on a cold verified-token cache
- * (`cachemaxsize = 0`: every request verifies an RS256 signature). Each at 10 and 64 keep-alive
- * connections; req/s, p50/p99, CPU per request of the proxy's process tree (from /proc), and the
- * ratios: share of direct, share of nginx-as-proxy, added p50.
+ * with nothing checked), the gateway without policies, and with mcp-auth + mcp-authz on a warm
+ * and on a cold verified-token cache (`cachemaxsize = 0`: every request verifies an RS256
+ * signature). Each at 10 and 64 keep-alive connections; req/s, p50/p99, CPU per request of the
+ * proxy's process tree (from /proc), and the ratios: share of direct, share of nginx-as-proxy,
+ * added p50.
  *
  *   npm run bench:gateway
  *   npm run bench:gateway -- --seconds 10 --rounds 5 --connections 10,64,128 --client autocannon
