@@ -7,8 +7,8 @@
  * HTTP framing in JavaScript, before any library or policy. Started as its own process by
  * `spawnBareHttpRelay`; prints its URL on stdout.
  */
-import { once } from 'node:events';
-import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 const upstream = new URL(process.argv[2] as string);
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -105,7 +105,4 @@ const server = createServer((client) => {
     );
   });
 });
-server.listen(0, '127.0.0.1');
-await once(server, 'listening');
-console.log(`http://127.0.0.1:${(server.address() as AddressInfo).port}${upstream.pathname}`);
-process.once('SIGTERM', () => process.exit(0));
+console.log(await listenOnLoopback(server, upstream.pathname));

@@ -3,10 +3,9 @@
  * fixed `tools/call` result, so what is measured is whatever sits in front of it. Started as its
  * own process by `spawnFastUpstream`; prints its URL on stdout.
  */
-import { once } from 'node:events';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { TOOL_RESULT_BODY } from './fast-upstream.js';
+import { listenOnLoopback } from './loopback.js';
 
 const body = Buffer.from(TOOL_RESULT_BODY);
 const server = createServer((request, response) => {
@@ -20,7 +19,4 @@ const server = createServer((request, response) => {
   });
 });
 server.keepAliveTimeout = 75_000;
-server.listen(0, '127.0.0.1');
-await once(server, 'listening');
-console.log(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
-process.once('SIGTERM', () => server.close(() => process.exit(0)));
+console.log(await listenOnLoopback(server, '/mcp'));

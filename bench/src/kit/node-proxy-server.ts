@@ -10,8 +10,8 @@
 import cluster from 'node:cluster';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type Dispatcher, Pool } from 'undici';
+import { listenOnLoopback } from './loopback.js';
 
 const upstream = new URL(process.argv[2] as string);
 const workers = Number(process.argv[3] ?? 1);
@@ -49,7 +49,7 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 }
 
-async function serve(): Promise<string> {
+function serve(): Promise<string> {
   const pool = new Pool(upstream.origin, { connections: 128, keepAliveTimeout: 30_000 });
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -74,10 +74,7 @@ async function serve(): Promise<string> {
     });
   });
   server.keepAliveTimeout = 75_000;
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  process.once('SIGTERM', () => server.close(() => process.exit(0)));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  return listenOnLoopback(server, '/mcp');
 }
 
 if (workers > 1 && cluster.isPrimary) {

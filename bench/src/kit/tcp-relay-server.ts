@@ -4,8 +4,8 @@
  * What it costs is what Node.js's event loop and sockets cost, to set beside nginx as a proxy.
  * Started as its own process by `spawnTcpRelay`; prints its URL on stdout.
  */
-import { once } from 'node:events';
-import { type AddressInfo, connect, createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 const upstream = new URL(process.argv[2] as string);
 
@@ -19,7 +19,4 @@ const server = createServer((client) => {
   client.on('error', () => toUpstream.destroy());
   toUpstream.on('error', () => client.destroy());
 });
-server.listen(0, '127.0.0.1');
-await once(server, 'listening');
-console.log(`http://127.0.0.1:${(server.address() as AddressInfo).port}${upstream.pathname}`);
-process.once('SIGTERM', () => process.exit(0));
+console.log(await listenOnLoopback(server, upstream.pathname));
