@@ -611,8 +611,8 @@ const ADDED_P50_GOAL_MS = 0.2;
 /**
  * Said of a goal that a row below the gateway misses in this run: on such a machine the gateway's
  * row cannot show whether the gateway meets it, only its multiple of the floor can. The TCP relay
- * (`--lower-bounds`) reads no HTTP at all, so a goal it misses is out of reach of any Node.js
- * proxy on this machine, whatever its HTTP code.
+ * (`--lower-bounds`) reads no HTTP at all, so a goal it misses is out of reach of a Node.js proxy
+ * on this machine in this run, whatever its HTTP code.
  */
 function belowMisses(
   floor: number | undefined,
@@ -621,7 +621,7 @@ function belowMisses(
   digits: number,
 ): string {
   if (relay !== undefined && relay > goal) {
-    return `, which no Node.js proxy meets on this machine: "${TCP_RELAY}" ${fixed(relay, digits)}`;
+    return `, which even "${TCP_RELAY}" misses in this run: ${fixed(relay, digits)}`;
   }
   return floor !== undefined && floor > goal
     ? ', which the floor itself misses on this machine'
