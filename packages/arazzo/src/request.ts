@@ -19,6 +19,16 @@ import type { ParameterObject, RequestBodyObject, StepObject, WorkflowObject } f
 /** A step's request cannot be built (missing path value, bad replacement target, ...). */
 export class RequestBuildError extends Error {}
 
+/**
+ * `encodeURIComponent`, with each lone surrogate (not a Unicode scalar value: UTF-8 cannot
+ * encode it) replaced by U+FFFD first, as the WHATWG URL Standard's percent-encoding does and
+ * URLSearchParams does for the query: an odd argument reaches the API as it would in a query,
+ * instead of failing the run before anything is sent.
+ */
+function percentEncode(text: string): string {
+  return encodeURIComponent(text.replace(/\p{Cs}/gu, '\uFFFD'));
+}
+
 export interface BuiltRequest {
   method: string;
   url: string;
@@ -193,7 +203,7 @@ export async function buildRequest(
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(credentials.query)) search.append(name, value);
   const cookies: string[] = Object.entries(credentials.cookies).map(
-    ([n, v]) => `${n}=${encodeURIComponent(v)}`,
+    ([n, v]) => `${n}=${percentEncode(v)}`,
   );
 
   for (const parameter of plan.parameters) {
@@ -215,7 +225,7 @@ export async function buildRequest(
       }
       case 'cookie':
         if (value !== undefined && value !== null)
-          cookies.push(`${parameter.name}=${encodeURIComponent(scalar(value))}`);
+          cookies.push(`${parameter.name}=${percentEncode(scalar(value))}`);
         break;
     }
   }
@@ -225,7 +235,7 @@ export async function buildRequest(
     if (value === undefined || value === null) {
       throw new RequestBuildError(`path parameter "${name}" of ${operation.path} has no value`);
     }
-    return encodeURIComponent(scalar(value));
+    return percentEncode(scalar(value));
   });
   const query = search.toString();
   const url = `${baseUrl.replace(/\/+$/, '')}${path}${query ? `?${query}` : ''}`;

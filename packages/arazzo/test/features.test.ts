@@ -213,6 +213,13 @@ describe('nested workflows and dependsOn', () => {
     });
   });
 
+  it('sends a lone surrogate in a path parameter as U+FFFD, as URLs encode it, rather than failing', async () => {
+    expect(await runner.run('child', { value: 'a\ud800' })).toEqual({
+      kind: 'completed',
+      outputs: { echoed: '/scim2/echo/a%EF%BF%BD' },
+    });
+  });
+
   it('fills in the defaults of the inputs schema', async () => {
     expect(await runner.run('child', {})).toEqual({
       kind: 'completed',
