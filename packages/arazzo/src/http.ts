@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { boundedMemo } from '@mcp-identity/common';
 import { Agent, type Dispatcher } from 'undici';
+import { type FailureKind, RunFailureError } from './failure.js';
 
 export interface HttpSettings {
   tlsVerify: boolean;
@@ -32,8 +33,21 @@ export interface HttpResponse {
   body: Buffer;
 }
 
-/** A transport failure: nothing usable came back. */
-export class HttpError extends Error {}
+/**
+ * A transport failure: nothing usable came back. `sent` once the request went out on a
+ * connection (undici starts a request only on a connected socket), so a refused or failed
+ * connection is known not to have reached the server; `status` when an answer had begun.
+ */
+export class HttpError extends RunFailureError {
+  constructor(
+    message: string,
+    kind: Extract<FailureKind, 'connection' | 'timeout' | 'bad-response' | 'workflow'>,
+    readonly sent: boolean,
+    readonly status?: number,
+  ) {
+    super(message, kind);
+  }
+}
 
 /** `ARAZZO_DISABLE_TLS_VERIFY` disables verification only when it is exactly `1` after trim. */
 export function tlsVerifyFromEnv(env: Record<string, string | undefined>): boolean {
@@ -51,8 +65,28 @@ export function describeUrl(url: string): string {
 }
 
 /** The method and the described URL, the head of every message about a request. */
-function describeRequest(req: HttpRequest): string {
+export function describeRequest(req: HttpRequest): string {
   return `${req.method.toUpperCase()} ${describeUrl(req.url)}`;
+}
+
+/**
+ * An error answer in a few words: OAuth's `error` and `error_description` (RFC 6749 §5.2),
+ * SCIM's `detail` (RFC 7644 §3.12), else the start of the text.
+ */
+export function describeAnswer(status: number, text: string): string {
+  try {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    if (typeof body.error === 'string') {
+      const description =
+        typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
+      return `HTTP ${status} ${body.error}${description}`;
+    }
+    if (typeof body.detail === 'string') return `HTTP ${status}: ${body.detail}`;
+  } catch {
+    // not JSON: quote the text below
+  }
+  const snippet = text.trim().slice(0, 200);
+  return snippet ? `HTTP ${status}: ${snippet}` : `HTTP ${status}`;
 }
 
 function causeOf(error: unknown): string {
@@ -121,7 +155,9 @@ export class HttpClient {
     try {
       target = targetOf(req.url);
     } catch (error) {
-      return Promise.reject(new HttpError(`${describeRequest(req)}: ${causeOf(error)}`));
+      return Promise.reject(
+        new HttpError(`${describeRequest(req)}: ${causeOf(error)}`, 'workflow', false),
+      );
     }
     return new Promise((resolve, reject) => {
       this.agent.dispatch(
@@ -149,7 +185,8 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
   // undici's headers and body timeouts bound each wait; the deadline bounds the whole exchange
   // (a body trickling in slowly). Cheaper per request than an AbortSignal timer.
   private readonly deadline: number;
-  private status = 0;
+  private sent = false;
+  private status: number | undefined;
   private headers: Record<string, string> = {};
   private readonly chunks: Buffer[] = [];
   private size = 0;
@@ -163,14 +200,19 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     this.deadline = Date.now() + settings.timeoutMs;
   }
 
-  private timedOut(): HttpError {
-    return new HttpError(
-      `${describeRequest(this.req)}: timed out after ${this.settings.timeoutMs} ms`,
-    );
+  private failed(message: string, kind: 'connection' | 'timeout' | 'bad-response'): HttpError {
+    return new HttpError(`${describeRequest(this.req)}: ${message}`, kind, this.sent, this.status);
   }
 
-  // undici takes a handler for its current API by this method's presence.
-  onRequestStart(): void {}
+  private timedOut(): HttpError {
+    return this.failed(`timed out after ${this.settings.timeoutMs} ms`, 'timeout');
+  }
+
+  // undici takes a handler for its current API by this method's presence; it calls it when it
+  // starts writing the request on a connected socket.
+  onRequestStart(): void {
+    this.sent = true;
+  }
 
   onResponseStart(
     controller: Dispatcher.DispatchController,
@@ -185,8 +227,9 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     const limit = this.settings.maxResponseBytes;
     if (Number.isFinite(declared) && declared > limit) {
       controller.abort(
-        new HttpError(
-          `${describeRequest(this.req)}: response of ${declared} bytes exceeds the limit of ${limit} bytes`,
+        this.failed(
+          `response of ${declared} bytes exceeds the limit of ${limit} bytes`,
+          'bad-response',
         ),
       );
     }
@@ -196,9 +239,7 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
     this.size += chunk.length;
     const limit = this.settings.maxResponseBytes;
     if (this.size > limit) {
-      controller.abort(
-        new HttpError(`${describeRequest(this.req)}: response exceeds the limit of ${limit} bytes`),
-      );
+      controller.abort(this.failed(`response exceeds the limit of ${limit} bytes`, 'bad-response'));
       return;
     }
     if (Date.now() > this.deadline) {
@@ -211,7 +252,7 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     const { chunks } = this;
     this.resolve({
-      status: this.status,
+      status: this.status ?? 0,
       headers: this.headers,
       body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
     });
@@ -231,19 +272,33 @@ class CollectingHandler implements Dispatcher.DispatchHandler {
       this.reject(this.timedOut());
       return;
     }
-    this.reject(new HttpError(`${describeRequest(this.req)}: ${causeOf(error)}`));
+    this.reject(this.failed(causeOf(error), 'connection'));
   }
 }
 
-/** The response body as JSON when its media type says so (falling back to text), else text. */
-export function decodeBody(response: HttpResponse): unknown {
+/**
+ * The response body as JSON when its media type says so, else text. A body declared JSON that
+ * does not parse cannot be used (outputs read from it would silently be null): an HttpError,
+ * except for a 5xx answer, whose status already says what went wrong. A body without a media
+ * type is parsed when it looks like JSON, and kept as text otherwise.
+ */
+export function decodeBody(req: HttpRequest, response: HttpResponse): unknown {
   if (response.body.length === 0) return null;
   const text = response.body.toString('utf8');
   const type = response.headers['content-type'] ?? '';
-  if (/[/+]json\b/i.test(type) || (type === '' && /^\s*[{[]/.test(text))) {
+  const declared = /[/+]json\b/i.test(type);
+  if (declared || (type === '' && /^\s*[{[]/.test(text))) {
     try {
       return JSON.parse(text);
     } catch {
+      if (declared && response.status < 500) {
+        throw new HttpError(
+          `${describeRequest(req)}: the HTTP ${response.status} answer is not valid JSON (${type})`,
+          'bad-response',
+          true,
+          response.status,
+        );
+      }
       return text;
     }
   }

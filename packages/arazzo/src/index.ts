@@ -18,6 +18,7 @@ export {
   parseExpression,
   type RuntimeExpression,
 } from './expression.js';
+export type { Applied, FailureKind, RunFailure } from './failure.js';
 export type { JsonSchema } from './json-schema.js';
 export type { LoadOptions } from './loader.js';
 export type { Runner, RunnerLogger, RunnerOptions, WorkflowResult } from './runner.js';

@@ -8,11 +8,15 @@ import {
   parseExpression,
   type RuntimeExpression,
 } from './expression.js';
+import { type FailureKind, RunChanges, type RunFailure, RunFailureError } from './failure.js';
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
   DEFAULT_TIMEOUT_MS,
   decodeBody,
+  describeAnswer,
+  describeRequest,
   HttpClient,
+  HttpError,
   type HttpResponse,
   tlsVerifyFromEnv,
 } from './http.js';
@@ -68,7 +72,17 @@ export type WorkflowResult =
       /** set when the workflow stopped because a step's success criteria failed (e.g. HTTP 4xx) */
       failedStep?: { stepId: string; statusCode?: number };
     }
-  | { kind: 'error'; message: string; stepId?: string };
+  | {
+      /**
+       * no result to rely on: the API unreachable, a timeout, a 5xx the workflow stopped at,
+       * an unusable answer, a failed token request, a run that could not be carried out
+       */
+      kind: 'error';
+      message: string;
+      stepId?: string;
+      /** what failed, and whether the API may have changed */
+      failure: RunFailure;
+    };
 
 export interface Runner {
   run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult>;
@@ -76,13 +90,19 @@ export interface Runner {
 }
 
 /** A step produced no usable result: the run ends with kind 'error'. */
-class StepError extends Error {
+class StepError extends RunFailureError {
   constructor(
     readonly stepId: string,
     message: string,
+    kind: FailureKind,
   ) {
-    super(message);
+    super(message, kind);
   }
+}
+
+/** The kind of a failure thrown while a step ran: anything untyped is the run's own. */
+function kindOf(error: unknown): FailureKind {
+  return error instanceof RunFailureError ? error.kind : 'workflow';
 }
 
 const MAX_NESTING = 32;
@@ -119,11 +139,14 @@ interface StepRun {
   scope: ExpressionScope;
   statusCode?: number;
   retryAfterHeader?: string;
+  /** a 5xx answer, described: the run fails with it if the workflow stops at this step */
+  serverError?: string;
 }
 
 /** What one run (one `run()` call) shares between its workflows. */
 interface RunState {
   credentials: RunCredentials;
+  changes: RunChanges;
   workflows: ExpressionScope['workflows'];
   dependencies: Map<string, Promise<WorkflowResult>>;
   stepExecutions: number;
@@ -172,12 +195,18 @@ export class WorkflowRunner implements Runner {
 
   async run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult> {
     const workflow = this.model.workflows.get(workflowId);
-    if (!workflow)
-      return { kind: 'error', message: `Workflow ${workflowId} not found in Arazzo document` };
+    if (!workflow) {
+      return {
+        kind: 'error',
+        message: `Workflow ${workflowId} not found in Arazzo document`,
+        failure: new RunChanges().failure('workflow'),
+      };
+    }
     const state: RunState = {
       credentials: new RunCredentials(this.http, this.env, this.tokenCache, (message) =>
         this.warnOnce(message),
       ),
+      changes: new RunChanges(),
       workflows: {},
       dependencies: new Map(),
       stepExecutions: 0,
@@ -185,7 +214,11 @@ export class WorkflowRunner implements Runner {
     try {
       return await this.runWorkflow(workflow, inputs ?? {}, state, 0);
     } catch (error) {
-      return { kind: 'error', message: (error as Error).message };
+      return {
+        kind: 'error',
+        message: (error as Error).message,
+        failure: state.changes.failure(kindOf(error)),
+      };
     }
   }
 
@@ -272,6 +305,7 @@ export class WorkflowRunner implements Runner {
         return {
           kind: 'error',
           message: `dependency workflow "${id}" failed at step "${result.failedStep.stepId}"`,
+          failure: state.changes.failure('workflow'),
         };
       }
     }
@@ -287,8 +321,14 @@ export class WorkflowRunner implements Runner {
     try {
       return await this.runSteps(workflow, inputs, state, depth);
     } catch (error) {
-      if (error instanceof StepError)
-        return { kind: 'error', message: error.message, stepId: error.stepId };
+      if (error instanceof StepError) {
+        return {
+          kind: 'error',
+          message: error.message,
+          stepId: error.stepId,
+          failure: state.changes.failure(error.kind),
+        };
+      }
       throw error;
     }
   }
@@ -340,6 +380,16 @@ export class WorkflowRunner implements Runner {
         case 'end':
           return this.finish(frame, lastExchange);
         case 'fail':
+          // A 5xx is no answer to the request (RFC 9110 §15.6): the run failed, unlike a 4xx
+          // refusal, whose error the outputs report.
+          if (run.serverError !== undefined) {
+            return {
+              kind: 'error',
+              message: `step "${step.stepId}": ${run.serverError}`,
+              stepId: step.stepId,
+              failure: state.changes.failure('server-error'),
+            };
+          }
           return this.finish(frame, lastExchange, {
             stepId: step.stepId,
             statusCode: run.statusCode,
@@ -407,6 +457,7 @@ export class WorkflowRunner implements Runner {
       throw new StepError(
         step.stepId,
         `step "${step.stepId}": the run executed more than ${this.maxStepExecutions} steps (a goto or retry loop?)`,
+        'workflow',
       );
     }
     const scope = this.baseScope(inputs, steps, state);
@@ -426,7 +477,15 @@ export class WorkflowRunner implements Runner {
           baseUrl,
         );
         const started = performance.now();
-        const response: HttpResponse = await this.http.send(request);
+        let response: HttpResponse;
+        try {
+          response = await this.http.send(request);
+        } catch (error) {
+          if (error instanceof HttpError)
+            state.changes.record(request.method, error.sent, error.status);
+          throw error;
+        }
+        state.changes.record(request.method, true, response.status);
         const { logger } = this.options;
         if (logger && (logger.isLevelEnabled?.('debug') ?? true)) {
           logger.debug(
@@ -444,7 +503,7 @@ export class WorkflowRunner implements Runner {
         scope.method = request.method;
         scope.statusCode = response.status;
         scope.request = request.exchange;
-        scope.response = { headers: response.headers, body: decodeBody(response) };
+        scope.response = { headers: response.headers, body: decodeBody(request, response) };
         const success = step.successCriteria
           ? allPass(step.successCriteria, scope)
           : response.status >= 200 && response.status <= 299;
@@ -454,14 +513,22 @@ export class WorkflowRunner implements Runner {
           statusCode: response.status,
           retryAfterHeader: response.headers['retry-after'],
         };
+        if (response.status >= 500) {
+          const answer = describeAnswer(response.status, response.body.toString('utf8'));
+          outcome.serverError = `${describeRequest(request)}: the server answered ${answer}`;
+        }
       } else if (target.kind === 'workflow') {
         const childInputs: Record<string, unknown> = {};
         for (const parameter of resolveParameters(this.model, step.parameters)) {
           childInputs[parameter.name] = evaluateValue(parameter.value, scope);
         }
         const result = await this.runWorkflow(target.workflow, childInputs, state, depth + 1);
-        if (result.kind === 'error')
-          throw new Error(`workflow "${target.workflow.workflowId}": ${result.message}`);
+        if (result.kind === 'error') {
+          throw new RunFailureError(
+            `workflow "${target.workflow.workflowId}": ${result.message}`,
+            result.failure.kind,
+          );
+        }
         scope.outputs = result.outputs;
         scope.statusCode = result.failedStep?.statusCode;
         const success = !result.failedStep && allPass(step.successCriteria, scope);
@@ -470,7 +537,11 @@ export class WorkflowRunner implements Runner {
         throw new Error(target.problem);
       }
     } catch (error) {
-      throw new StepError(step.stepId, `step "${step.stepId}": ${(error as Error).message}`);
+      throw new StepError(
+        step.stepId,
+        `step "${step.stepId}": ${(error as Error).message}`,
+        kindOf(error),
+      );
     }
     const outputs: Record<string, unknown> = {};
     evaluateOutputs(outputExpressions(step.outputs), outcome.scope, outputs);

@@ -5,7 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import { boundedMemo, weakMemo } from '@mcp-identity/common';
-import { describeUrl, type HttpClient } from './http.js';
+import { RunFailureError } from './failure.js';
+import { describeAnswer, describeUrl, type HttpClient } from './http.js';
 import type { OpenApiSource, Operation } from './openapi.js';
 
 type Json = Record<string, unknown>;
@@ -77,8 +78,12 @@ export interface AppliedCredentials {
   cookies: Record<string, string>;
 }
 
-/** A token request failed: the run ends with this message. */
-export class TokenError extends Error {}
+/** A token request failed: the run ends with this message, before the API request is sent. */
+export class TokenError extends RunFailureError {
+  constructor(message: string) {
+    super(message, 'token');
+  }
+}
 
 interface CachedToken {
   token: string;
@@ -113,21 +118,6 @@ export class TokenCache {
 // The secrets come from the environment, so there are few; the digest keys tokens (never the
 // secret itself) and is worked out once per secret rather than once per token request.
 const secretDigest = boundedMemo(64, (secret) => createHash('sha256').update(secret).digest('hex'));
-
-function idpAnswer(status: number, text: string): string {
-  try {
-    const body = JSON.parse(text) as Json;
-    if (typeof body.error === 'string') {
-      const description =
-        typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
-      return `HTTP ${status} ${body.error}${description}`;
-    }
-  } catch {
-    // not JSON: quote the text below
-  }
-  const snippet = text.trim().slice(0, 200);
-  return snippet ? `HTTP ${status}: ${snippet}` : `HTTP ${status}`;
-}
 
 /** One scheme of a security requirement, with what the document alone decides about it. */
 interface RequiredScheme {
@@ -342,7 +332,7 @@ export class RunCredentials {
     }
     const text = response.body.toString('utf8');
     if (response.status < 200 || response.status > 299)
-      throw new TokenError(`${what()}: ${idpAnswer(response.status, text)}`);
+      throw new TokenError(`${what()}: ${describeAnswer(response.status, text)}`);
     let body: Json;
     try {
       body = JSON.parse(text) as Json;

@@ -153,10 +153,13 @@ describe('actions', () => {
     reset();
     api.flaky.set('k3', 5);
     const result = await runner.run('retrying', { key: 'k3' });
+    // Stopped at a 5xx: no answer to rely on, so an error rather than outputs (a 4xx stays a
+    // completed run with failedStep).
     expect(result).toEqual({
-      kind: 'completed',
-      outputs: { status: 'busy' },
-      failedStep: { stepId: 'call', statusCode: 503 },
+      kind: 'error',
+      stepId: 'call',
+      message: `step "call": GET ${api.url}/scim2/flaky: the server answered HTTP 503: {"status":"busy"}`,
+      failure: { kind: 'server-error', applied: 'no', retrySafe: true },
     });
     expect(paths()).toHaveLength(3);
   });
@@ -165,7 +168,11 @@ describe('actions', () => {
     reset();
     api.flaky.set('k4', 2);
     const result = await runner.run('retryDefaults', { key: 'k4' });
-    expect(result).toMatchObject({ failedStep: { stepId: 'call', statusCode: 503 } });
+    expect(result).toMatchObject({
+      kind: 'error',
+      stepId: 'call',
+      failure: { kind: 'server-error' },
+    });
     expect(paths()).toHaveLength(2);
     reset();
     api.flaky.set('k5', 1);
@@ -242,6 +249,7 @@ describe('nested workflows and dependsOn', () => {
     expect(result).toEqual({
       kind: 'error',
       message: 'dependency workflow "getMissingUser" failed at step "get"',
+      failure: { kind: 'workflow', applied: 'no', retrySafe: true },
     });
   });
 
@@ -249,6 +257,7 @@ describe('nested workflows and dependsOn', () => {
     expect(await runner.run('nope', {})).toEqual({
       kind: 'error',
       message: 'Workflow nope not found in Arazzo document',
+      failure: { kind: 'workflow', applied: 'no', retrySafe: true },
     });
   });
 });
@@ -262,6 +271,7 @@ describe('transport failures', () => {
         kind: 'error',
         stepId: 'wait',
         message: `step "wait": GET ${api.url}/scim2/slow: timed out after 200 ms`,
+        failure: { kind: 'timeout', applied: 'no', retrySafe: true },
       });
     } finally {
       await quick.close();
@@ -275,6 +285,7 @@ describe('transport failures', () => {
         kind: 'error',
         stepId: 'outer',
         message: `step "outer": workflow "slow": step "wait": GET ${api.url}/scim2/slow: timed out after 200 ms`,
+        failure: { kind: 'timeout', applied: 'no', retrySafe: true },
       });
     } finally {
       await quick.close();
@@ -288,11 +299,13 @@ describe('transport failures', () => {
         kind: 'error',
         stepId: 'download',
         message: `step "download": GET ${api.url}/scim2/big: response of 65536 bytes exceeds the limit of 1024 bytes`,
+        failure: { kind: 'bad-response', applied: 'no', retrySafe: true },
       });
       expect(await small.run('chunked', {})).toEqual({
         kind: 'error',
         stepId: 'download',
         message: `step "download": GET ${api.url}/scim2/chunked: response exceeds the limit of 1024 bytes`,
+        failure: { kind: 'bad-response', applied: 'no', retrySafe: true },
       });
     } finally {
       await small.close();
@@ -309,6 +322,7 @@ describe('transport failures', () => {
           kind: 'error',
           stepId: 'download',
           message: `step "download": GET ${api.url}/scim2/small-over-limit: response of 4096 bytes exceeds the limit of 1024 bytes`,
+          failure: { kind: 'bad-response', applied: 'no', retrySafe: true },
         });
       }
       await new Promise((resolve) => setImmediate(resolve));
@@ -328,6 +342,7 @@ describe('transport failures', () => {
         kind: 'error',
         stepId: 'ping',
         message: 'step "ping": GET http://127.0.0.1:1/scim2/ping: connection refused',
+        failure: { kind: 'connection', applied: 'no', retrySafe: true },
       });
     } finally {
       await run.close();
