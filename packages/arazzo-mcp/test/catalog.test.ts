@@ -1,4 +1,4 @@
-import type { WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
+import type { RunFailure, WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
 import { createToolCatalog, type WorkflowRunner } from '@mcp-identity/arazzo-mcp';
 import { describe, expect, it } from 'vitest';
 
@@ -83,28 +83,60 @@ describe('tool catalog', () => {
     expect(strict.structuredContent).toBeUndefined();
   });
 
-  it('reports a failure without a response as Workflow Error, still isError false', async () => {
-    const catalog = createToolCatalog(
-      workflows,
-      stubRunner({
-        kind: 'error',
-        message: "step 'search': connect ECONNREFUSED",
-        stepId: 'search',
-      }),
-    );
-    const result = await catalog.call('search_users', { filter: 'x', count: 1 });
-    expect(text(result)).toBe("Workflow Error: step 'search': connect ECONNREFUSED");
-    expect(result.isError).toBe(false);
-    expect(result.structuredContent).toEqual({});
+  it('reports a failure without an answer as a tool error saying what failed and whether it applied', async () => {
+    const error = (failure: RunFailure): WorkflowResult => ({
+      kind: 'error',
+      message: 'step "search": GET http://127.0.0.1:9/Users: connection refused',
+      stepId: 'search',
+      failure,
+    });
+    const lines = new Map<RunFailure, string>([
+      [
+        { kind: 'connection', applied: 'no', retrySafe: true },
+        'Failure: connection. Applied: no — nothing was changed; retrying is safe.',
+      ],
+      [
+        { kind: 'timeout', applied: 'unknown', retrySafe: false },
+        'Failure: timeout. Applied: unknown — check before retrying.',
+      ],
+      [
+        { kind: 'server-error', applied: 'unknown', retrySafe: true },
+        'Failure: server-error. Applied: unknown — the request may have been carried out; it is idempotent, so retrying is safe.',
+      ],
+      [
+        { kind: 'bad-response', applied: 'yes', retrySafe: false },
+        'Failure: bad-response. Applied: yes — the API accepted a change before the failure; check before retrying.',
+      ],
+    ]);
+    for (const [failure, line] of lines) {
+      for (const httpErrorsAsToolErrors of [false, true]) {
+        const result = await createToolCatalog(workflows, stubRunner(error(failure)), {
+          httpErrorsAsToolErrors,
+        }).call('search_users', { filter: 'x', count: 1 });
+        expect(result).toEqual({
+          content: [
+            {
+              type: 'text',
+              text: `Workflow Error: step "search": GET http://127.0.0.1:9/Users: connection refused\n${line}`,
+            },
+          ],
+          isError: true,
+        });
+      }
+    }
   });
 
-  it('turns a throwing runner into Workflow Error instead of a broken call', async () => {
+  it('turns a throwing runner into a tool error of unknown outcome instead of a broken call', async () => {
     const catalog = createToolCatalog(workflows, {
       run: async () => {
         throw new Error('boom');
       },
     });
-    expect(text(await catalog.call('delete_user', { userId: 'u1' }))).toBe('Workflow Error: boom');
+    const result = await catalog.call('delete_user', { userId: 'u1' });
+    expect(text(result)).toBe(
+      'Workflow Error: boom\nFailure: workflow. Applied: unknown — check before retrying.',
+    );
+    expect(result.isError).toBe(true);
   });
 
   it('prints the execution result when the workflow declares no outputs', async () => {

@@ -146,14 +146,16 @@ describe('arazzo-mcp over Streamable HTTP against a fixture API', () => {
     expect(text(mistyped)).toContain("argument 'count' must be integer");
   });
 
-  it('reports an unreachable API as Workflow Error naming the step', async () => {
+  it('reports an unreachable API as a tool error naming the step, not applied', async () => {
     const down = await serve('http://127.0.0.1:9/scim2');
     const result = await down.callTool({
       name: 'search_users',
       arguments: { filter: 'userName eq "alice"', count: 1 },
     });
-    expect(text(result)).toMatch(/^Workflow Error: .*search/);
-    expect(result.isError).toBe(false);
+    expect(text(result)).toBe(
+      'Workflow Error: step "search": GET http://127.0.0.1:9/scim2/Users: connection refused\nFailure: connection. Applied: no — nothing was changed; retrying is safe.',
+    );
+    expect(result.isError).toBe(true);
   });
 
   it('requests a token for every call, or once with --token-cache', async () => {

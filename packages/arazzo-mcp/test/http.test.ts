@@ -24,7 +24,13 @@ function tableRunner(): WorkflowRunner {
   return {
     async run(_workflowId, inputs): Promise<WorkflowResult> {
       const id = String(inputs.userId);
-      if (id === 'down') return { kind: 'error', message: "step 'get': connect ECONNREFUSED" };
+      if (id === 'down') {
+        return {
+          kind: 'error',
+          message: 'step "get": GET http://127.0.0.1:9/Users/down: connection refused',
+          failure: { kind: 'connection', applied: 'no', retrySafe: true },
+        };
+      }
       if (id.startsWith('wait-for-')) {
         const other = id.slice('wait-for-'.length);
         if (!waits.has(other)) waits.set(other, done(other));
@@ -88,10 +94,13 @@ describe('Streamable HTTP transport', () => {
     expect(result.isError).toBe(false);
   });
 
-  it('returns Workflow Error as a normal result, accepted by the client', async () => {
+  it('returns Workflow Error as a tool error without structured content, accepted by the client', async () => {
     const result = await client.callTool({ name: 'get_user', arguments: { userId: 'down' } });
-    expect(text(result)).toBe("Workflow Error: step 'get': connect ECONNREFUSED");
-    expect(result.isError).toBe(false);
+    expect(text(result)).toBe(
+      'Workflow Error: step "get": GET http://127.0.0.1:9/Users/down: connection refused\nFailure: connection. Applied: no — nothing was changed; retrying is safe.',
+    );
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toBeUndefined();
   });
 
   it('fails schema validation for a missing or mistyped argument', async () => {

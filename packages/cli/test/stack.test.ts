@@ -382,24 +382,39 @@ describe('the whole stack on ephemeral ports', () => {
   );
 
   it(
-    'the IdP down: tool calls give a Workflow Error while the gateway keeps validating with cached keys',
+    'the IdP down: tool calls are tool errors, not applied, while the gateway keeps validating with cached keys',
     async () => {
       // list_agents is called nowhere else in this file, so the MCP server holds no
       // cached IdP token for its scope and must ask the IdP for one.
       const token = await tokenFor(['internal_agent_mgt_list']);
+      const deleter = await tokenFor(['internal_user_mgt_delete']);
       const backend = await clientCredentialsToken(
         stack.layout,
         stack.secrets.backendApp,
         VIEW_AND_LIST,
       );
       const page = { startIndex: 1, count: 10 };
+      const alice = await findUser('alice');
+      if (!alice) throw new Error('sample user alice missing');
       await stack.services.idp.stop();
 
       // Let through (a tool result, not a 401): the signature was checked with cached keys.
+      // Issue 37: a failure, never a success (isError false) the agent could take at its word.
       const down = allowed(await callToolThroughGateway(stack.layout, token, 'list_agents', page));
       const message = resultText(down);
+      expect(down.isError).toBe(true);
+      expect(down.structuredContent).toBeUndefined();
       expect(message).toMatch(/^Workflow Error: step "fetchAgentPage": token request .* failed: /);
       expect(message).toContain(`POST ${stack.layout.idp.tokenUrl}: connection refused`);
+      const notApplied =
+        /\nFailure: token\. Applied: no — nothing was changed; retrying is safe\.$/;
+      expect(message).toMatch(notApplied);
+      const deletion = allowed(
+        await callToolThroughGateway(stack.layout, deleter, 'delete_user', { userId: alice.id }),
+      );
+      expect(deletion.isError).toBe(true);
+      expect(resultText(deletion)).toMatch(/^Workflow Error: step "removeUser": token request /);
+      expect(resultText(deletion)).toMatch(notApplied);
       // Still validating rather than failing open: the backend's token is refused.
       expectChallenge(
         await callToolThroughGateway(stack.layout, backend.accessToken, 'list_agents', page),
@@ -410,6 +425,8 @@ describe('the whole stack on ephemeral ports', () => {
       restarted.push(await new Supervisor().start(stack.services.idp.spec));
       const up = successful(await callToolThroughGateway(stack.layout, token, 'list_agents', page));
       expect(up.error ?? null).toBeNull();
+      // "not applied" was true: the user is still there.
+      expect((await getUser(alice.id)).userName).toBe('alice');
     },
     STACK_MS,
   );

@@ -151,7 +151,7 @@ export const serveFields = defineConfig({
   httpErrorsAsToolErrors: {
     type: 'boolean',
     description:
-      'Return failed workflows with isError: true (otherwise isError is false: "Workflow Success")',
+      'Return workflows a failed step stopped (an HTTP 4xx) with isError: true (otherwise isError is false: "Workflow Success" with error set); failures without an answer are tool errors either way',
     env: 'ARAZZO_MCP_HTTP_ERRORS_AS_TOOL_ERRORS',
     default: false,
   },

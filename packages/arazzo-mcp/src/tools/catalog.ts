@@ -65,9 +65,14 @@ export function createToolCatalog(
         result = await runner.run(tool.workflowId, checked.inputs);
       } catch (error) {
         // The executor reports failures as results; an exception here is unexpected, yet the
-        // client still gets the reference's `Workflow Error` text rather than a broken call.
+        // client still gets a `Workflow Error` rather than a broken call. Nothing says how far
+        // the run got, so its outcome is unknown.
         options.logger?.warn({ err: error, tool: tool.name }, 'workflow run threw');
-        result = { kind: 'error', message: (error as Error)?.message ?? String(error) };
+        result = {
+          kind: 'error',
+          message: (error as Error)?.message ?? String(error),
+          failure: { kind: 'workflow', applied: 'unknown', retrySafe: false },
+        };
       }
       return toCallToolResult(tool, result, checked.received, options);
     },

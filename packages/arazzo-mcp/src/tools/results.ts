@@ -1,26 +1,31 @@
-import type { WorkflowResult } from '@mcp-identity/arazzo';
+import type { RunFailure, WorkflowResult } from '@mcp-identity/arazzo';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { pythonDictRepr, pythonStrRepr } from './python-repr.js';
 import type { WorkflowTool } from './shape.js';
 
 /**
- * How results are reported. Defaults reproduce the reference server (a Python dict as text,
- * `isError: false` for a workflow an HTTP 4xx stopped); the package README, *Results*, shows each case.
+ * How results are reported. Defaults reproduce the reference server where its behaviour is
+ * sound (a Python dict as text, `isError: false` for a workflow an HTTP 4xx stopped: the spec's
+ * §2.11 rule 5); every other failure is a tool error. The package README, *Results*, shows
+ * each case.
  */
 export interface ResultOptions {
   /** `python` (default): outputs as a Python dict repr; `json`: the text is the outputs' JSON. */
   resultFormat?: 'python' | 'json';
   /**
-   * Report a workflow that stopped on a failed step (an HTTP 4xx, say) or failed without a
-   * response with `isError: true`. Default false: the model reads `error` from the outputs.
+   * Report a workflow that stopped on a failed step (an HTTP 4xx, say) with `isError: true`.
+   * Default false: the model reads `error` from the outputs. (A failure without an answer to
+   * rely on is a tool error either way.)
    */
   httpErrorsAsToolErrors?: boolean;
 }
 
 /**
- * The MCP result of one workflow run. The text is what the reference prints; the outputs are
- * also sent as `structuredContent`, matching the tool's outputSchema (a failure without a
- * response has no outputs, so its structured content is `{}`).
+ * The MCP result of one workflow run. The text of a completed run is what the reference
+ * prints, and its outputs are also sent as `structuredContent`, matching the tool's
+ * outputSchema. A run that failed without an answer to rely on (the API or its token endpoint
+ * unreachable, a timeout, a 5xx, an unreadable answer) is a tool error saying what failed and
+ * whether the operation may have been applied: the reference printed it as a success.
  */
 export function toCallToolResult(
   tool: WorkflowTool,
@@ -29,7 +34,7 @@ export function toCallToolResult(
   options: ResultOptions = {},
 ): CallToolResult {
   if (result.kind === 'error') {
-    return finish(`Workflow Error: ${result.message}`, {}, options.httpErrorsAsToolErrors === true);
+    return finish(`Workflow Error: ${result.message}\n${failureLine(result.failure)}`, {}, true);
   }
   const entries = tool.outputs.map((name) => [name, result.outputs[name] ?? null] as const);
   const outputs = Object.fromEntries(entries);
@@ -54,6 +59,24 @@ export function invalidArgumentsResult(tool: WorkflowTool, problems: string[]): 
     isError: true,
   };
 }
+
+/**
+ * What a failure means for the caller, on a line of its own with a fixed grammar
+ * (`Failure: <kind>. Applied: <no|yes|unknown> — <advice>`) that clients and the soak
+ * benchmark read; the README's *Results* documents it.
+ */
+function failureLine({ kind, applied, retrySafe }: RunFailure): string {
+  return `Failure: ${kind}. Applied: ${applied} — ${ADVICE[applied](retrySafe)}`;
+}
+
+const ADVICE: Record<RunFailure['applied'], (retrySafe: boolean) => string> = {
+  no: () => 'nothing was changed; retrying is safe.',
+  yes: () => 'the API accepted a change before the failure; check before retrying.',
+  unknown: (retrySafe) =>
+    retrySafe
+      ? 'the request may have been carried out; it is idempotent, so retrying is safe.'
+      : 'check before retrying.',
+};
 
 function finish(text: string, outputs: Record<string, unknown>, isError: boolean): CallToolResult {
   return {
