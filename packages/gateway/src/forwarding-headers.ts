@@ -66,6 +66,16 @@ export interface UpstreamHeaderOptions {
   identityEncoding: boolean;
   /** `upstream.auth`: set by the gateway, never taken from the client. */
   credential: { header: string; value: string } | undefined;
+  /**
+   * The media type the gateway read the forwarded body as, when there is one: set by the
+   * gateway, never taken from the client (whose charset or content coding it did not apply).
+   */
+  contentType: string | undefined;
+}
+
+/** Fields that say how to read the body: the gateway writes its own (`contentType`). */
+function describesContent(name: string): boolean {
+  return name === 'content-type' || name === 'content-encoding';
 }
 
 /**
@@ -76,7 +86,8 @@ export type HeaderList = Array<string | string[]>;
 
 /**
  * Request headers for the upstream, minus hop-by-hop ones (the fixed list and those the
- * client's `Connection` field nominates) and, when asked, the token, plus the gateway's `Via`
+ * client's `Connection` field nominates), the client's content description and, when asked,
+ * the token, plus the body's `Content-Type` as the gateway read it and the gateway's `Via`
  * member after any the request already carries (an HTTP-to-HTTP gateway must send one in every
  * request it forwards, RFC 9110 §7.6.3). What the gateway sets itself is added after the
  * filtering, so no nomination by the client can strip it.
@@ -91,7 +102,7 @@ export function upstreamHeaders(
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || HOP_BY_HOP.has(name) || name === credential) continue;
-    if (nominated?.has(name) || name === 'via') continue;
+    if (nominated?.has(name) || name === 'via' || describesContent(name)) continue;
     if (options.stripAuthorization && name === 'authorization') continue;
     if (options.identityEncoding && name === 'accept-encoding') continue;
     if (typeof value === 'string') out.push(name, value);
@@ -102,6 +113,7 @@ export function upstreamHeaders(
   const member = viaMember(options.httpVersion);
   out.push('via', received ? `${received}, ${member}` : member);
   if (options.identityEncoding) out.push('accept-encoding', 'identity');
+  if (options.contentType !== undefined) out.push('content-type', options.contentType);
   if (options.credential) out.push(options.credential.header, options.credential.value);
   return out;
 }

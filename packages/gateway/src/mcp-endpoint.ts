@@ -12,7 +12,7 @@ import { McpHttp } from './mcp-http.js';
 import { createMcpRequestHandling } from './mcp-request.js';
 import { mcpRuntimeAt, pathOf } from './proxy-paths.js';
 import type { ProxyRuntime } from './registry.js';
-import { type BodyError, isMediaType, readBody, UNSUPPORTED_MEDIA_TYPE } from './request-body.js';
+import { type BodyError, contentRefusal, readBody } from './request-body.js';
 import {
   BODY_BUDGET_EXHAUSTED,
   DATA_PLANE_METHODS,
@@ -23,18 +23,23 @@ import {
 /** Methods served at `<context>/mcp`: the data plane's, and HEAD as GET without a body. */
 const MCP_METHODS: ReadonlySet<string> = new Set([...DATA_PLANE_METHODS, 'HEAD']);
 
-/** Methods whose body is never read (RFC 9110 §9.3.1: a GET body has no defined meaning). */
-const BODYLESS_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
+/** The `Allow` field of the gateway's own OPTIONS and 405 answers (RFC 9110 §10.2.1). */
+const ALLOW = [...MCP_METHODS].join(', ');
+
+const METHOD_NOT_ALLOWED = jsonRpcError(null, -32000, 'Method not allowed');
 
 /**
  * Serves every deployed proxy's `<context>/mcp` straight from the node:http server, before
  * Fastify: this is the hot path of the gateway, and Fastify's request, reply, hook and route
- * machinery cost more than the gateway's own work on it. Everything else on the listener
- * (metadata, health, the 404s, other methods) stays with Fastify (`registerDataPlane`).
+ * machinery cost more than the gateway's own work on it, whatever the method. Everything else
+ * on the listener (metadata, health, the 404s) stays with Fastify (`registerDataPlane`).
  *
  * The order is that of the MCP Streamable HTTP transport's security rules: CORS (answering
- * preflights), the Origin check (403), authentication from the headers before a byte of the
- * body is read, the in-flight body budget, then the body (size-capped) and the policies.
+ * preflights), the Origin check (403), the gateway's own answers to OPTIONS and to methods it
+ * does not serve (405), authentication from the headers before a byte of the body is read,
+ * the content headers (a body read otherwise upstream is refused), the in-flight body budget,
+ * then the body (size-capped) and the policies. Only a request that passed them all goes
+ * upstream, with the upstream credential.
  */
 export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }): FrontHandler {
   const { registry, listener, bodyBudget, originPolicy, maxRequestBodyBytes } = options;
@@ -49,9 +54,9 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
     else http.sendJson(500, errorReplyBody(500, ''));
   };
 
-  /** The error answer for a body that cannot be accepted, in the gateway's error shape. */
-  const refuseBody = (http: McpHttp, error: BodyError, closeConnection: boolean) => {
-    if (closeConnection) http.closeConnection();
+  /** The error answer for a body that cannot be read, in the gateway's error shape. */
+  const refuseBody = (http: McpHttp, error: BodyError) => {
+    http.closeConnection();
     http.sendJson(error.status, errorReplyBody(error.status, error.message));
   };
 
@@ -64,10 +69,16 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
     }
   };
 
-  /** Body stage: the budget, then the body as its method and headers call for. */
+  /** Body stage: the content headers, the budget, then the body of a POST. */
   const afterHeaders = (exchange: McpExchange, http: McpHttp) => {
     if (http.answered) return;
     const { headers, method } = http;
+    const refusal = contentRefusal(method, headers, http.hasUnreadBody);
+    if (refusal) {
+      const { status, message, reason } = refusal;
+      const body = jsonRpcError(null, -32000, message);
+      return handling.answer(exchange, http, status, 'bad_request', reason, body, refusal.headers);
+    }
     if (!bodyBudget.admit(headers, maxRequestBodyBytes, http.response)) {
       http.closeConnection();
       const retry = { 'retry-after': '1' };
@@ -83,15 +94,10 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
       );
       return;
     }
-    if (BODYLESS_METHODS.has(method)) return handle(exchange, http);
-    const contentType = headers['content-type'];
-    if (contentType === undefined) {
-      if (!http.hasUnreadBody) return handle(exchange, http);
-    } else if (!isMediaType(contentType)) {
-      return refuseBody(http, UNSUPPORTED_MEDIA_TYPE, false);
-    }
+    // Past `contentRefusal`, only a POST may have a body.
+    if (method !== 'POST') return handle(exchange, http);
     readBody(http.request, maxRequestBodyBytes, (error, body) => {
-      if (error) return refuseBody(http, error, true);
+      if (error) return refuseBody(http, error);
       http.body = body;
       handle(exchange, http);
     });
@@ -111,6 +117,18 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
       const body = jsonRpcError(null, -32000, 'Origin not allowed');
       return handling.answer(exchange, http, 403, 'forbidden', 'origin not allowed', body);
     }
+    // Neither goes upstream: an OPTIONS that is no preflight is answered here (RFC 9110 §9.3.7),
+    // so no request the policies never saw carries the upstream credential.
+    if (method === 'OPTIONS') {
+      http.setHeader('allow', ALLOW);
+      return http.sendEmpty(204);
+    }
+    if (!MCP_METHODS.has(method)) {
+      const reason = 'method not allowed';
+      return handling.answer(exchange, http, 405, 'bad_request', reason, METHOD_NOT_ALLOWED, {
+        allow: ALLOW,
+      });
+    }
     const pending = handling.onHeaders(exchange, http);
     if (pending) {
       pending.then(() => afterHeaders(exchange, http)).catch((error) => failed(http, error));
@@ -120,7 +138,6 @@ export function createMcpEndpoint(options: DataPlaneOptions & { logger: Logger }
   };
 
   return (request, response, app: AppState) => {
-    if (!MCP_METHODS.has(request.method as string)) return false;
     const runtime = mcpRuntimeAt(registry, pathOf(request.url as string));
     if (!runtime) return false;
     const http = new McpHttp(request, response, app);

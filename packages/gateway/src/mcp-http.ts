@@ -13,7 +13,7 @@ let lastRequestId = 0;
  * head, or a JSON body of its own).
  */
 export class McpHttp {
-  /** The request body once read; undefined while unread (and for GET and HEAD). */
+  /** The request body once read; undefined while unread (and for every method but POST). */
   body: Buffer | undefined = undefined;
   private requestId: string | undefined = undefined;
   private own: Record<string, string> | undefined = undefined;
@@ -101,8 +101,10 @@ export class McpHttp {
     this.response.end(payload);
   }
 
-  /** An answer without a body (a CORS preflight's 204). */
+  /** An answer without a body (an OPTIONS request's 204). */
   sendEmpty(status: number): void {
+    // A body nobody reads is not worth reading: the connection closes after the answer.
+    if (this.hasUnreadBody) this.closeConnection();
     this.writeHead(status, []);
     this.response.end();
   }

@@ -1,4 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import { request } from 'node:http';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { seededRandom, useTempDir } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -9,10 +11,12 @@ import {
 } from './fixtures/gateway.js';
 import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
 import { type RawUpstream, startRawUpstream } from './fixtures/raw-upstream.js';
+import { type SdkHttpUpstream, startSdkHttpUpstream } from './fixtures/sdk-http-upstream.js';
 
 const tempDir = useTempDir('gw-fuzz-');
 const SEED = 0x5eed_14;
 const DATA_PLANE_CASES = 400;
+const BODY_MEANING_CASES = 200;
 const MANAGEMENT_CASES = 250;
 
 /** Helpers over a seeded generator, so a failing case can be replayed from the seed. */
@@ -133,6 +137,8 @@ function randomHeaders(r: Random, authorizations: readonly string[]): Record<str
       'application/json',
       'text/plain',
       'application/json; charset=utf-16',
+      'application/json; charset=utf-7',
+      'application/json; charset=utf-8; x=y',
       'application/yaml',
       '*/*',
       'x',
@@ -168,6 +174,64 @@ function randomHeaders(r: Random, authorizations: readonly string[]): Record<str
   return headers;
 }
 
+/** A call mcp-authz keeps for a scope the fuzzing caller lacks. */
+const DELETE_CALL = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'delete_user', arguments: { id: 'victim' } },
+});
+
+const SMUGGLED_BODIES: readonly Buffer[] = [
+  Buffer.from(DELETE_CALL.replace('delete_user', 'delete+AF8-user')),
+  Buffer.from('{"jsonrpc":"2.0","id":2,"method":"tools+AC8-list"}'),
+  Buffer.from(DELETE_CALL, 'utf16le'),
+  gzipSync(DELETE_CALL),
+  deflateSync(DELETE_CALL),
+  brotliCompressSync(DELETE_CALL),
+  Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(DELETE_CALL)]),
+  // An overlong `/` (C0 AF): a lenient decoder reads tools/call.
+  Buffer.from(DELETE_CALL.replace('tools/call', 'tools\xc0\xafcall'), 'latin1'),
+  Buffer.from(DELETE_CALL),
+];
+
+/**
+ * A request whose body may mean one thing to the gateway and another upstream: a charset or
+ * parameter the upstream decodes with, a content coding it inflates, bytes that are not UTF-8,
+ * or a body on a method whose body no policy reads. `hostile` when the gateway must refuse it
+ * (or, for OPTIONS, answer it itself) whatever the proxy's policies.
+ */
+function smuggledRequest(r: Random) {
+  const method = r.pick(['POST', 'POST', 'POST', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PUT']);
+  const headers: Record<string, string> = { accept: 'application/json, text/event-stream' };
+  const contentType = r.pick([
+    'application/json; charset=utf-7',
+    'application/json;charset="UTF-7"',
+    'application/json; charset=utf-16le',
+    'application/json; charset=utf-8; charset=utf-7',
+    'application/json; charset=iso-8859-1',
+    'application/json; x=y',
+    'text/plain',
+    'application/json',
+    'application/json',
+    undefined,
+  ]);
+  if (contentType !== undefined) headers['content-type'] = contentType;
+  if (r.int(3) === 0) {
+    headers['content-encoding'] = r.pick(['gzip', 'x-gzip', 'deflate', 'br', 'identity, gzip']);
+  }
+  const body = method === 'OPTIONS' && r.int(2) ? undefined : r.pick(SMUGGLED_BODIES);
+  // Node's client frames a GET, HEAD, DELETE or OPTIONS body only when told its length.
+  if (body) headers['content-length'] = String(body.length);
+  const hostile =
+    method !== 'POST' ||
+    headers['content-encoding'] !== undefined ||
+    contentType !== 'application/json' ||
+    !isUtf8(body as Buffer) ||
+    body?.[0] === 0xef;
+  return { method, headers, body, hostile };
+}
+
 /** One request on a fresh connection (a reused one may be closed under it by the last answer). */
 function send(
   base: string,
@@ -201,10 +265,12 @@ function send(
 
 describe('fuzzing the data plane and the management API (fixed seed, bounded)', () => {
   let upstream: RawUpstream;
+  let sdkUpstream: SdkHttpUpstream;
   let km: KeyManager;
   let fx: GatewayFixture;
 
   beforeAll(async () => {
+    sdkUpstream = await startSdkHttpUpstream();
     // An upstream that always answers well, so any 5xx would be the gateway's own.
     upstream = await startRawUpstream((_path, _body, res) => {
       res
@@ -228,14 +294,53 @@ describe('fuzzing the data plane and the management API (fixed seed, bounded)', 
       proxyDefinition('scim-v1.0', '/scim', `${upstream.url}/mcp`, [auth, authz, limit]),
       proxyDefinition('open-v1.0', '/open', `${upstream.url}/mcp`, [authz]),
       proxyDefinition('plain-v1.0', '/plain', `${upstream.url}/mcp`),
+      proxyDefinition('sdk-v1.0', '/sdk', sdkUpstream.mcpUrl, [auth, authz]),
+      proxyDefinition('sdk-plain-v1.0', '/sdk-plain', sdkUpstream.mcpUrl),
     ]) {
       expect((await fx.deploy(definition)).status).toBe(201);
     }
   });
   afterAll(async () => {
     await fx?.gateway.close();
-    await Promise.all([upstream?.close(), km?.stop()]);
+    await Promise.all([upstream?.close(), sdkUpstream?.close(), km?.stop()]);
   });
+
+  it('lets no body reach an SDK upstream that it reads otherwise than the gateway did', async () => {
+    const r = prng(SEED + 2);
+    // A caller that may not delete: any user the upstream deletes is a policy walked around.
+    const tokens = [`Bearer ${await km.sign({ scope: 'mcp' })}`, undefined];
+    const failures: string[] = [];
+    for (let i = 0; i < BODY_MEANING_CASES; i++) {
+      const { method, headers, body, hostile } = smuggledRequest(r);
+      const authorization = r.pick(tokens);
+      // Without policies a proxy forwards what it can read (delete_user included), so that
+      // proxy gets only what it must refuse.
+      const path = hostile && r.int(2) ? '/sdk-plain/mcp' : '/sdk/mcp';
+      const caller = authorization ? 'with a token' : 'anonymous';
+      const label = (status: number, arrived: number) =>
+        `#${i} ${method} ${path} ${JSON.stringify(headers)} ${caller} → ${status}, ${arrived} upstream`;
+      const before = sdkUpstream.arrivals.length;
+      const decodedBefore = sdkUpstream.decoded.length;
+      const sent = authorization ? { ...headers, authorization } : headers;
+      const status = await send(fx.gateway.plainUrl, method, path, sent, body);
+      const arrived = sdkUpstream.arrivals.length - before;
+      if (hostile) {
+        const answered = method === 'OPTIONS' ? status === 204 : status >= 400 && status < 500;
+        if (!answered || arrived !== 0) failures.push(label(status, arrived));
+      } else if (status >= 500 || status <= 0) {
+        failures.push(label(status, arrived));
+      } else if (arrived > 0) {
+        // What went through is read upstream exactly as the gateway read it.
+        const upstreamRead = sdkUpstream.decoded.slice(decodedBefore);
+        const gatewayRead = JSON.parse((body as Buffer).toString('utf8'));
+        if (JSON.stringify(upstreamRead) !== JSON.stringify([gatewayRead])) {
+          failures.push(label(status, arrived));
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(sdkUpstream.deleted).toEqual([]);
+  }, 60_000);
 
   it('never answers 5xx on the data plane and keeps serving', async () => {
     const r = prng(SEED);

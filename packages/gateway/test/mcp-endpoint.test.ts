@@ -90,8 +90,12 @@ describe('the /mcp endpoint served before Fastify', () => {
     );
     expect(unsupported.status).toBe(415);
     expect(JSON.parse(unsupported.body)).toEqual({
-      error: 'unsupported_media_type',
-      message: 'Unsupported Media Type',
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: -32000,
+        message: 'Unsupported Media Type: Content-Type must be application/json (charset utf-8)',
+      },
     });
     expect(upstream.hits).toBe(0);
   });
