@@ -14,7 +14,17 @@ export interface VerifiedToken {
   expiresAt: number;
 }
 
-export type VerifyResult = { ok: true; token: VerifiedToken } | { ok: false; reason: string };
+export type VerifyResult =
+  | { ok: true; token: VerifiedToken }
+  | {
+      ok: false;
+      reason: string;
+      /**
+       * Set when nothing could be decided: the issuer's keys could not be fetched. Seconds until
+       * the next attempt, for `Retry-After` (RFC 9110 §10.2.3).
+       */
+      retryAfterSeconds?: number;
+    };
 
 /**
  * Characters from the end of a token that key the verified-token cache: the tail of its
@@ -73,6 +83,17 @@ export class TokenVerifier {
     }
   }
 
+  /** Starts fetching every key manager's JWKS, so the first tokens need not wait for it. */
+  start(): void {
+    for (const cache of this.jwks.values()) cache.start();
+  }
+
+  /** Whether every key manager's JWKS was fetched at least once (the gateway's readiness). */
+  ready(): boolean {
+    for (const cache of this.jwks.values()) if (!cache.ready) return false;
+    return true;
+  }
+
   /**
    * The verified token for this exact string when it is cached and not expired: a map lookup by
    * the token's signature tail and a comparison, no decoding, so a repeat caller's request needs
@@ -105,11 +126,19 @@ export class TokenVerifier {
     }
     const manager = this.keyManagers.find((km) => km.issuer === issuer);
     if (!manager) return { ok: false, reason: 'unknown issuer' };
-    const key = await (this.jwks.get(manager.name) as JwksCache).getKey(
+    const lookup = await (this.jwks.get(manager.name) as JwksCache).getKey(
       kid,
       alg as AllowedAlgorithm,
     );
-    if (!key) return { ok: false, reason: 'no matching key in the JWKS' };
+    if (lookup.kind === 'missing') return { ok: false, reason: 'no matching key in the JWKS' };
+    if (lookup.kind === 'unavailable') {
+      return {
+        ok: false,
+        reason: `JWKS of key manager ${manager.name} unavailable`,
+        retryAfterSeconds: Math.max(1, Math.ceil(lookup.retryAfterMs / 1000)),
+      };
+    }
+    const { key } = lookup;
 
     let payload: JWTPayload;
     try {

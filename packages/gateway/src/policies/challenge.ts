@@ -1,3 +1,4 @@
+import { jsonRpcError } from '@mcp-identity/common';
 import type { Exchange, Refusal } from './policy.js';
 
 /** Builds an RFC 6750 `WWW-Authenticate: Bearer ...` value in the order WSO2 emits. */
@@ -61,5 +62,40 @@ export function insufficientScope(
     decision: 'forbidden',
     reason,
     missingScopes,
+  };
+}
+
+/**
+ * 503 when a token cannot be judged because its issuer's keys cannot be fetched: neither a
+ * 401 (the token may well be valid; a client would throw it away) nor a wait. `Retry-After`
+ * says when the gateway tries the JWKS again; the JSON-RPC error is the MCP endpoint's shape.
+ */
+export function keysUnavailable(
+  exchange: Exchange,
+  retryAfterSeconds: number,
+  reason: string,
+): Refusal {
+  return serviceUnavailable(
+    exchange,
+    retryAfterSeconds,
+    "The authorization server's signing keys cannot be fetched; retry later",
+    reason,
+  );
+}
+
+/** 503 with `Retry-After` and a JSON-RPC error: a policy cannot decide now (a store is down). */
+export function serviceUnavailable(
+  exchange: Exchange,
+  retryAfterSeconds: number,
+  message: string,
+  reason: string,
+): Refusal {
+  return {
+    status: 503,
+    headers: { 'retry-after': String(retryAfterSeconds) },
+    body: jsonRpcError(exchange.call?.id ?? null, -32000, message, { retryAfterSeconds }),
+    decision: 'unavailable',
+    reason,
+    missingScopes: [],
   };
 }

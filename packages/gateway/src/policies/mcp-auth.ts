@@ -2,7 +2,7 @@ import { bearerToken } from '@mcp-identity/common';
 import { type Static, Type } from '@sinclair/typebox';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../jsonrpc.js';
-import { insufficientScope, unauthenticated } from './challenge.js';
+import { insufficientScope, keysUnavailable, unauthenticated } from './challenge.js';
 import { definePolicy } from './define-policy.js';
 import type { Authenticator, AuthOutcome, Exchange, Policy, PolicySetup } from './policy.js';
 import { closed, stringList } from './schema-parts.js';
@@ -47,6 +47,9 @@ function groupRequiresAuth(group: Group | undefined, key: string): boolean {
   return group?.exceptions?.includes(key) ? !enabled : enabled;
 }
 
+/** Audiences are compared exactly: an entry with `*` is someone expecting a wildcard. */
+const WILDCARD = '*';
+
 /**
  * `mcp-auth` v1 for one proxy: which requests need a token, and whether a presented token is
  * acceptable for this proxy (issuer among the selected key managers, audience, required
@@ -58,7 +61,7 @@ class McpAuthPolicy implements Policy, Authenticator {
   readonly userIdClaim: string;
   readonly scopes: readonly string[];
   private readonly issuers: ReadonlySet<string>;
-  private readonly audiences: readonly string[];
+  private readonly audiences: ReadonlySet<string>;
   /** No switch exempts any call: a POST can be refused from its headers alone. */
   private readonly everyCallNeedsToken: boolean;
   /** GET and DELETE carry no JSON-RPC; they need auth unless every group is switched off. */
@@ -73,7 +76,7 @@ class McpAuthPolicy implements Policy, Authenticator {
       : setup.keyManagers;
     this.issuers = new Set(managers.map((km) => km.issuer));
     this.authorizationServers = [...this.issuers];
-    this.audiences = params.audiences ?? [];
+    this.audiences = new Set(params.audiences);
     this.scopes = params.requiredScopes ?? [];
     this.forwardToken = params.forwardToken ?? false;
     this.userIdClaim = params.userIdClaim ?? 'sub';
@@ -121,13 +124,16 @@ class McpAuthPolicy implements Policy, Authenticator {
       const cached = verifier.cached(raw);
       if (cached) return this.accept(exchange, cached);
     }
-    return verifier
-      .verify(raw)
-      .then((result) =>
-        result.ok
-          ? this.accept(exchange, result.token)
-          : { refusal: unauthenticated(exchange, result.reason) },
-      );
+    return verifier.verify(raw).then((result) => {
+      if (result.ok) return this.accept(exchange, result.token);
+      const { reason, retryAfterSeconds } = result;
+      return {
+        refusal:
+          retryAfterSeconds === undefined
+            ? unauthenticated(exchange, reason)
+            : keysUnavailable(exchange, retryAfterSeconds, reason),
+      };
+    });
   }
 
   /** Whether this proxy accepts a verified token: issuer, audience, required scopes. */
@@ -147,14 +153,14 @@ class McpAuthPolicy implements Policy, Authenticator {
   }
 
   /**
-   * The configured audiences (none configured: no audience check), or this proxy's own
-   * resource URL for the listener that received the request (RFC 8707, MCP token audience
-   * binding), so dynamically registered clients work too.
+   * This proxy's own resource URL for the listener that received the request (RFC 8707; MCP
+   * authorization, "Token Audience Binding and Validation": a token not issued for this resource
+   * is refused), or one of the configured audiences. With none configured, only the resource URL:
+   * a token the same issuer minted for another resource server never passes by default.
    */
   private audienceAccepted(token: VerifiedToken, resourceUrl: string): boolean {
-    if (this.audiences.length === 0) return true;
     for (const audience of token.audiences) {
-      if (audience === resourceUrl || this.audiences.includes(audience)) return true;
+      if (audience === resourceUrl || this.audiences.has(audience)) return true;
     }
     return false;
   }
@@ -177,7 +183,18 @@ export const mcpAuth = definePolicy({
   },
   check(params, context) {
     const problems: Array<[string, string]> = [];
-    const { issuers } = params;
+    const { issuers, audiences } = params;
+    for (const [i, audience] of (Array.isArray(audiences) ? audiences : []).entries()) {
+      if (typeof audience === 'string' && audience.includes(WILDCARD)) {
+        problems.push([
+          `audiences[${i}]`,
+          "'*' is no wildcard: audiences are compared exactly, and no setting accepts tokens " +
+            "issued for any resource. This proxy's own resource URL (<gateway URL><context>/mcp) " +
+            'is always accepted; list each other audience to accept, e.g. ' +
+            'audiences: [https://other-rs.example/mcp]',
+        ]);
+      }
+    }
     if (!context.keyManagers || !Array.isArray(issuers)) return problems;
     for (const [i, name] of issuers.entries()) {
       if (typeof name === 'string' && !context.keyManagers.includes(name)) {
