@@ -1,8 +1,10 @@
-import { readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { useTempDir } from '@mcp-identity/common/testing';
+import { loadConfigFile, validateDefinition } from '@mcp-identity/gateway';
 import { describe, expect, it } from 'vitest';
 import { gatewayRuleScopes } from '../src/stack/gateway-rules.js';
-import { scimProxyDefinition } from '../src/stack/gateway-setup.js';
+import { scimProxyDefinition, writeGatewayConfig } from '../src/stack/gateway-setup.js';
 import { stackLayout } from '../src/stack/layout.js';
 import { gatewayApiResources, READ_ONLY_SCOPES, stackBootstrap } from '../src/stack/sample-data.js';
 import { loadOrCreateStackSecrets } from '../src/stack/secrets.js';
@@ -57,6 +59,25 @@ describe('the gateway → SCIM MCP server credential', () => {
     // The secret value itself never appears in the proxy definition.
     ensureUpstreamSecret(file);
     expect(JSON.stringify(proxy)).not.toContain(readFileSync(file, 'utf8').trim());
+  });
+
+  it('is a file the gateway configuration `up` writes allows its secretRef to read', async () => {
+    const dataDir = tempDir();
+    const layout = stackLayout(dataDir, ports);
+    const secrets = loadOrCreateStackSecrets(dataDir);
+    ensureUpstreamSecret(layout.mcp.upstreamSecretFile);
+    // The key manager's CA file is read with the configuration; its content does not matter here.
+    mkdirSync(dirname(layout.caFile), { recursive: true });
+    writeFileSync(layout.caFile, 'CA\n');
+    await writeGatewayConfig(layout, secrets);
+    const config = loadConfigFile(layout.gateway.configFile, {});
+    expect(config.secrets.directory).toBe(dirname(layout.mcp.upstreamSecretFile));
+    const validation = validateDefinition(scimProxyDefinition(layout, secrets), {
+      keyManagers: config.keyManagers.map((km) => km.name),
+      secrets: config.secrets,
+      resolveSecrets: true,
+    });
+    expect(validation).toMatchObject({ ok: true });
   });
 });
 

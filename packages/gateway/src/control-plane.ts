@@ -1,6 +1,7 @@
 import { createApp, type Logger } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config.js';
+import { MAX_DEFINITION_BYTES } from './definition.js';
 import { registerManagementApi } from './management/api.js';
 import { adminFileUsers, BasicAuthenticator, resolveManagementUsers } from './management/users.js';
 import { ProxyMirror, ProxySync, type ProxyTarget } from './proxy-sync.js';
@@ -51,13 +52,14 @@ export async function createControlPlane(options: ControlPlaneOptions): Promise<
     );
     const mirror = new ProxyMirror(options.target, logger);
     const sync = new ProxySync(store.proxies, mirror, logger, config.database.reconcileIntervalMs);
-    const app = createApp({ logger, bodyLimit: 1024 * 1024 });
+    const app = createApp({ logger, bodyLimit: MAX_DEFINITION_BYTES });
     registerManagementApi(app, {
       store: store.proxies,
       registry: mirror,
       authenticator: new BasicAuthenticator(users, now),
       metrics: options.metrics,
       keyManagers: config.keyManagers.map((km) => km.name),
+      secrets: config.secrets,
       logger,
       now,
     });

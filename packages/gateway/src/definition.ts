@@ -2,7 +2,7 @@ import { parse as parseYaml } from 'yaml';
 import { POLICIES } from './policies/index.js';
 import type { ValidationContext } from './policies/policy.js';
 import { isKnownPolicy, supportedVersions, validatePolicyParams } from './policies/schemas.js';
-import { secretRefProblem } from './secret-ref.js';
+import { DEFAULT_SECRET_ACCESS, secretRefProblem } from './secret-ref.js';
 
 export type { ValidationContext } from './policies/policy.js';
 
@@ -64,12 +64,68 @@ const SPEC_KEYS = new Set([
   'deploymentState',
 ]);
 
-/** Parses a request body: YAML or JSON by content type, anything else tries both (WSO2). */
+/** The largest definition, as the management API's body and once YAML aliases are expanded. */
+export const MAX_DEFINITION_BYTES = 1024 * 1024;
+
+/** A YAML definition whose aliases expand it past `MAX_DEFINITION_BYTES`. */
+export class DefinitionTooLargeError extends Error {
+  constructor() {
+    super(
+      `the definition expands to more than ${MAX_DEFINITION_BYTES} bytes through its YAML aliases (*name); repeat less of it`,
+    );
+    this.name = 'DefinitionTooLargeError';
+  }
+}
+
+/**
+ * Whether `value` written as JSON would take more than `limit` characters, counted as a lower
+ * bound without writing it, and given up as soon as it is over: a YAML alias is one object
+ * shared by every place that names it, so an anchor referenced many times (or aliases of
+ * aliases) is small in memory until something stores or serialises the definition. Every node
+ * visited adds at least one character, so the walk itself is bounded by `limit`.
+ */
+function jsonLengthExceeds(value: unknown, limit: number): boolean {
+  let length = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'string') length += item.length + 2;
+    else if (Array.isArray(item)) {
+      length += item.length + 1;
+      for (const child of item) pending.push(child);
+    } else if (item !== null && typeof item === 'object') {
+      length += 1;
+      for (const [key, child] of Object.entries(item)) {
+        length += key.length + 4;
+        pending.push(child);
+      }
+    } else length += String(item).length;
+    if (length > limit) return true;
+  }
+  return false;
+}
+
+/**
+ * Parses a request body: YAML or JSON by content type, anything else tries both (WSO2). YAML is
+ * read as YAML 1.2 with the core schema whatever its `%YAML` directive says (no 1.1 merge keys,
+ * which copy entries, and no timestamps or binary values a JSON definition could not hold),
+ * and refused past `MAX_DEFINITION_BYTES` once its aliases are expanded.
+ */
 export function parseDefinitionBody(body: string, contentType: string | undefined): unknown {
   const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (type === 'application/json') return JSON.parse(body);
   // YAML 1.2 is a superset of JSON, so one parser covers the fallback too.
-  return parseYaml(body, { uniqueKeys: true });
+  const parsed: unknown = parseYaml(body, {
+    uniqueKeys: true,
+    version: '1.2',
+    schema: 'core',
+    merge: false,
+    // yaml's own bound (its default, stated): it also caps the parser's work per alias, which
+    // would grow with the square of the aliases in a body without it.
+    maxAliasCount: 100,
+  });
+  if (jsonLengthExceeds(parsed, MAX_DEFINITION_BYTES)) throw new DefinitionTooLargeError();
+  return parsed;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -143,7 +199,11 @@ function checkUpstreamAuth(
     add('spec.upstream.auth.header', `${header} is reserved`);
   }
   if (typeof secretRef !== 'string') return add('spec.upstream.auth.secretRef', 'is required');
-  const problem = secretRefProblem(secretRef, context.resolveSecrets ?? false);
+  const problem = secretRefProblem(
+    secretRef,
+    context.secrets ?? DEFAULT_SECRET_ACCESS,
+    context.resolveSecrets ?? false,
+  );
   if (problem) add('spec.upstream.auth.secretRef', problem);
 }
 

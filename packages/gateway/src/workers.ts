@@ -20,23 +20,33 @@ import {
 import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
 import type { ProxyEntry, ProxyTarget } from './proxy-sync.js';
+import {
+  type CounterAnswer,
+  type CounterRequest,
+  CountersInPrimary,
+  PrimaryCounters,
+} from './ratelimit-counters.js';
 
 /**
  * `gateway serve --workers N`: the primary process owns the store, the management API and
  * `/metrics`; N workers (node:cluster, sharing the public and plain listeners, connections
  * handed out round-robin) serve the data plane and health. Workers hold no state of their own:
  * the primary sends each the full list of proxies at start and after every change, whether it
- * came through its management API or from another instance through the store.
+ * came through its management API or from another instance through the store. Without Redis,
+ * the primary also keeps the `mcp-ratelimit` counters, which the workers ask over IPC, so that a
+ * limit holds across workers (ratelimit-counters.ts).
  */
 
 type ToWorker =
   | { type: 'proxies'; proxies: ProxyEntry[] }
   | { type: 'metrics'; id: number }
-  | { type: 'shutdown' };
+  | { type: 'shutdown' }
+  | CounterAnswer;
 type ToPrimary =
   | { type: 'sync' }
   | { type: 'ready'; publicUrl: string; plainUrl: string }
-  | { type: 'metrics'; id: number; metrics: MetricsSnapshot };
+  | { type: 'metrics'; id: number; metrics: MetricsSnapshot }
+  | CounterRequest;
 
 const METRICS_TIMEOUT_MS = 1_000;
 
@@ -61,9 +71,11 @@ export async function serveGateway(options: GatewayOptions, workers: number): Pr
 
 async function runWorker(options: GatewayOptions): Promise<void> {
   const send = (message: ToPrimary) => process.send?.(message);
+  const counters = new CountersInPrimary(send);
   let gateway: RunningGateway | undefined;
   process.on('message', (message: ToWorker) => {
-    if (message.type === 'metrics') {
+    if (message.type === 'counted') counters.answer(message);
+    else if (message.type === 'metrics') {
       void (gateway?.metricsSnapshot() ?? Promise.resolve([])).then((metrics) =>
         send({ type: 'metrics', id: message.id, metrics }),
       );
@@ -74,6 +86,7 @@ async function runWorker(options: GatewayOptions): Promise<void> {
   });
   gateway = await startGateway({
     ...options,
+    rateLimitCounters: counters.factory,
     proxyFeed: (replaceAll) =>
       new Promise<void>((resolve) => {
         process.on('message', (message: ToWorker) => {
@@ -159,6 +172,7 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
   if (!config.tls) await ensureSelfSignedCertificate(config.dataDir);
 
   const broadcast = new WorkerBroadcast();
+  const counters = new PrimaryCounters(options.now ?? Date.now);
   const ready = new Map<number, { publicUrl: string; plainUrl: string }>();
   const servingWorkers = () =>
     [...ready.keys()]
@@ -189,7 +203,10 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
     startup = { resolve, reject };
   });
   cluster.on('message', (worker, message: ToPrimary) => {
-    if (message.type === 'sync') broadcast.sendTo(worker);
+    if (message.type === 'counter') {
+      const answer = counters.handle(message);
+      if (answer && worker.isConnected()) worker.send(answer satisfies ToWorker);
+    } else if (message.type === 'sync') broadcast.sendTo(worker);
     else if (message.type === 'ready') {
       ready.set(worker.id, message);
       if (ready.size === count) startup.resolve(message);

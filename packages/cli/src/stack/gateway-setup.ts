@@ -10,7 +10,8 @@ import type { StackSecrets } from './secrets.js';
 import { upstreamAuth } from './upstream-auth.js';
 
 /**
- * The gateway's TOML configuration: its listeners on loopback, the admin user,
+ * The gateway's TOML configuration: its listeners on loopback, the admin user, the
+ * directory of the upstream secret as the only one its `secretRef`s may read,
  * and the embedded identity provider as key manager
  * (`policy_configurations.jwtauth_v1.keymanagers`). The IdP's self-signed
  * certificate is trusted by path rather than skipping verification.
@@ -28,6 +29,8 @@ export async function writeGatewayConfig(
       http_port: layout.ports.gatewayHttp,
       management_port: layout.ports.gatewayManagement,
     },
+    // The upstream credential's file (the /scim proxy's secretRef) is the one the gateway may read.
+    secrets: { directory: dirname(layout.mcp.upstreamSecretFile) },
     management: {
       users: [
         {

@@ -1,6 +1,7 @@
 import { gatewayError, type Logger } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  DefinitionTooLargeError,
   type McpProxyDefinition,
   parseDefinitionBody,
   usesDeprecatedSpecVersion,
@@ -8,6 +9,7 @@ import {
   validateDefinition,
 } from '../definition.js';
 import type { ProxyTarget } from '../proxy-sync.js';
+import type { SecretAccess } from '../secret-ref.js';
 import {
   ProxyConflictError,
   type ProxyStore,
@@ -27,6 +29,8 @@ export interface ManagementOptions {
   metrics: { render(): string | Promise<string> };
   /** Names of the configured key managers, checked against mcp-auth `issuers`. */
   keyManagers: string[];
+  /** What a definition's `secretRef` may read. */
+  secrets: SecretAccess;
   logger: Logger;
   now: () => number;
 }
@@ -92,7 +96,9 @@ function readDefinition(
     gatewayError(
       reply,
       400,
-      `request body is not valid YAML or JSON: ${(error as Error).message.split('\n')[0]}`,
+      error instanceof DefinitionTooLargeError
+        ? error.message
+        : `request body is not valid YAML or JSON: ${(error as Error).message.split('\n')[0]}`,
     );
     return { ok: false };
   }
@@ -157,6 +163,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
     api.post(BASE, async (request, reply) => {
       const parsed = readDefinition(request, reply, {
         keyManagers: options.keyManagers,
+        secrets: options.secrets,
         resolveSecrets: true,
       });
       if (!parsed.ok) return reply;
@@ -205,6 +212,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       if (!existing) return notFound(reply, id);
       const parsed = readDefinition(request, reply, {
         keyManagers: options.keyManagers,
+        secrets: options.secrets,
         resolveSecrets: true,
       });
       if (!parsed.ok) return reply;

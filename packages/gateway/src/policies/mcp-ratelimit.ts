@@ -1,6 +1,14 @@
-import { FixedWindowThrottle, isJsonObject, jsonRpcError } from '@mcp-identity/common';
+import {
+  isJsonObject,
+  jsonRpcError,
+  sha256Base64Url,
+  type Throttle,
+  type ThrottleDecision,
+  type ThrottleFactory,
+} from '@mcp-identity/common';
 import { type Static, Type } from '@sinclair/typebox';
 import { parseDurationMs } from '../durations.js';
+import { serviceUnavailable } from './challenge.js';
 import { definePolicy } from './define-policy.js';
 import type { Exchange, Policy, PolicySetup, Refusal } from './policy.js';
 import { closed } from './schema-parts.js';
@@ -38,7 +46,7 @@ type LimitRule = Static<typeof limitRules>[number];
 
 /** One limit of one rule, counted per tool (or method) and caller. */
 interface Limiter {
-  throttle: FixedWindowThrottle;
+  throttle: Throttle;
   limit: number;
   windowMs: number;
   /** `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): `<limit>;w=<seconds>`. */
@@ -50,13 +58,30 @@ interface CompiledRule {
   limiters: Limiter[];
 }
 
-function compile(rules: LimitRule[] | undefined, clock: () => number): CompiledRule[] {
-  return (rules ?? []).map((rule) => ({
+/** One attempt a call takes: from this limiter, under this key. */
+interface Attempt {
+  rule: CompiledRule;
+  limiter: Limiter;
+  key: string;
+}
+
+/** Longer keys (a long tool name or subject) are counted by their hash, to bound the store. */
+const MAX_PLAIN_KEY_LENGTH = 256;
+/** How soon a caller refused because the counters cannot be reached may try again. */
+const STORE_RETRY_AFTER_SECONDS = 2;
+
+function compile(
+  group: 'tools' | 'methods',
+  rules: LimitRule[] | undefined,
+  throttles: ThrottleFactory,
+): CompiledRule[] {
+  return (rules ?? []).map((rule, i) => ({
     name: rule.name,
-    limiters: rule.limits.map(({ limit, duration }) => {
+    limiters: rule.limits.map(({ limit, duration }, j) => {
       const windowMs = parseDurationMs(duration) as number;
       return {
-        throttle: new FixedWindowThrottle({ limit, windowMs, clock }),
+        // Named by position: each limit of each rule is a counter of its own.
+        throttle: throttles({ name: `${group}[${i}].limits[${j}]`, limit, windowMs }),
         limit,
         windowMs,
         policyHeader: `${limit};w=${Math.ceil(windowMs / 1000)}`,
@@ -66,59 +91,101 @@ function compile(rules: LimitRule[] | undefined, clock: () => number): CompiledR
 }
 
 /**
+ * Gives back the attempts a call took before one of its limits refused it (all or nothing).
+ * Best effort: a counter that cannot be reached keeps them, which only errs on the safe side.
+ */
+function giveBack(attempts: readonly Attempt[], count: number): void {
+  for (const { limiter, key } of attempts.slice(0, count)) {
+    try {
+      void Promise.resolve(limiter.throttle.release(key)).catch(() => undefined);
+    } catch {
+      // the counter is unreachable: see above
+    }
+  }
+}
+
+/**
  * `mcp-ratelimit` v1 for one proxy. Each rule counts per tool (a `*` rule counts each tool
  * apart) and per caller: the authenticated subject, else the client's address. A call over
  * any of its limits gets 429 with `Retry-After` and a JSON-RPC error, before the upstream.
+ * The counters are the gateway's (`PolicySetup.throttles`): in process memory, answered
+ * synchronously, or shared by every process and instance; when those cannot be reached the
+ * call is refused with 503 rather than let through uncounted.
  */
 class McpRateLimitPolicy implements Policy {
   private readonly tools: CompiledRule[];
   private readonly methods: CompiledRule[];
 
   constructor(params: McpRateLimitParams, setup: PolicySetup) {
-    this.tools = compile(params.tools, setup.now);
-    this.methods = compile(params.methods, setup.now);
+    this.tools = compile('tools', params.tools, setup.throttles);
+    this.methods = compile('methods', params.methods, setup.throttles);
   }
 
-  onRequest(exchange: Exchange): Refusal | undefined {
+  onRequest(exchange: Exchange): Refusal | undefined | Promise<Refusal | undefined> {
     const { call } = exchange;
     if (!call || call.method === '') return undefined;
-    // Attempts counted so far, given back if a later limit refuses the call (all or nothing).
-    let taken: Array<[FixedWindowThrottle, string]> | undefined;
+    let attempts: Attempt[] | undefined;
     let caller: string | undefined;
-    const check = (rules: CompiledRule[], name: string, key: string): Refusal | undefined => {
+    const match = (rules: CompiledRule[], name: string, counted: string) => {
       for (const rule of rules) {
         if (rule.name !== name && rule.name !== '*') continue;
         caller ??= exchange.callerKey();
-        const counted = `${key}|${caller}`;
-        for (const limiter of rule.limiters) {
-          const decision = limiter.throttle.reserve(counted);
-          if (!decision.allowed) {
-            for (const [throttle, k] of taken ?? []) throttle.release(k);
-            return tooManyRequests(exchange, rule, limiter, decision.retryAfterSeconds);
-          }
-          taken ??= [];
-          taken.push([limiter.throttle, counted]);
-        }
+        let key = `${counted}|${caller}`;
+        if (key.length > MAX_PLAIN_KEY_LENGTH) key = `sha256:${sha256Base64Url(key)}`;
+        attempts ??= [];
+        for (const limiter of rule.limiters) attempts.push({ rule, limiter, key });
       }
-      return undefined;
     };
     if (call.method === 'tools/call' && this.tools.length > 0) {
-      const refusal = check(this.tools, call.target, `tool|${call.target}`);
-      if (refusal) return refusal;
+      match(this.tools, call.target, `tool|${call.target}`);
     }
-    return this.methods.length > 0
-      ? check(this.methods, call.method, `method|${call.method}`)
-      : undefined;
+    if (this.methods.length > 0) match(this.methods, call.method, `method|${call.method}`);
+    return attempts ? reserve(exchange, attempts, 0) : undefined;
   }
+}
+
+/**
+ * Takes the call's attempts in order from `from` on, synchronously for as long as the counters
+ * answer synchronously; the refusal of the first limit that is full, or undefined.
+ */
+function reserve(
+  exchange: Exchange,
+  attempts: readonly Attempt[],
+  from: number,
+): Refusal | undefined | Promise<Refusal | undefined> {
+  for (let i = from; i < attempts.length; i += 1) {
+    const attempt = attempts[i] as Attempt;
+    let decision: ThrottleDecision | Promise<ThrottleDecision>;
+    try {
+      decision = attempt.limiter.throttle.reserve(attempt.key);
+    } catch {
+      return unavailable(exchange, attempts, i);
+    }
+    if (decision instanceof Promise) {
+      return decision.then(
+        (settled) =>
+          settled.allowed
+            ? reserve(exchange, attempts, i + 1)
+            : tooManyRequests(exchange, attempts, i, settled.retryAfterSeconds),
+        () => unavailable(exchange, attempts, i),
+      );
+    }
+    if (!decision.allowed) {
+      return tooManyRequests(exchange, attempts, i, decision.retryAfterSeconds);
+    }
+  }
+  return undefined;
 }
 
 /** 429 in WSO2's shape: JSON-RPC error -32000, `Retry-After` and the rate-limit headers. */
 function tooManyRequests(
   exchange: Exchange,
-  rule: CompiledRule,
-  limiter: Limiter,
+  attempts: readonly Attempt[],
+  refusedAt: number,
   retryAfter: number,
 ): Refusal {
+  giveBack(attempts, refusedAt);
+  const { rule, limiter } = attempts[refusedAt] as Attempt;
   return {
     status: 429,
     headers: {
@@ -134,6 +201,17 @@ function tooManyRequests(
     reason: `mcp-ratelimit: ${rule.name} over ${limiter.limit} per ${limiter.windowMs} ms`,
     missingScopes: [],
   };
+}
+
+/** 503: the shared counters cannot be reached, so the call cannot be counted (fail closed). */
+function unavailable(exchange: Exchange, attempts: readonly Attempt[], failedAt: number): Refusal {
+  giveBack(attempts, failedAt);
+  return serviceUnavailable(
+    exchange,
+    STORE_RETRY_AFTER_SECONDS,
+    'Rate limit cannot be checked; retry later',
+    'mcp-ratelimit: the rate-limit counters are unreachable',
+  );
 }
 
 export const mcpRateLimit = definePolicy({

@@ -1,16 +1,18 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { ThrottleFactory } from '@mcp-identity/common';
 import type { TSchema } from '@sinclair/typebox';
 import type { TokenVerifier, VerifiedToken } from '../auth/verifier.js';
 import type { KeyManagerConfig } from '../config.js';
 import type { McpCall } from '../jsonrpc.js';
+import type { SecretAccess } from '../secret-ref.js';
 
 /** What the data plane needs to answer a refused request itself instead of forwarding it. */
 export interface Refusal {
-  status: 401 | 403 | 429;
+  status: 401 | 403 | 429 | 503;
   /** Response headers besides `content-type` (`www-authenticate`, `retry-after`, ...). */
   headers: Readonly<Record<string, string>>;
   body: unknown;
-  decision: 'unauthenticated' | 'forbidden' | 'rate_limited';
+  decision: 'unauthenticated' | 'forbidden' | 'rate_limited' | 'unavailable';
   /** Why, for the audit log only. */
   reason: string;
   missingScopes: readonly string[];
@@ -96,6 +98,11 @@ export interface PolicySetup {
   verifier: TokenVerifier;
   /** Clock in milliseconds since the epoch. */
   now: () => number;
+  /**
+   * Counters of this proxy (names are scoped to it), shared with the gateway's other processes
+   * and instances where it is configured so (`mcp-ratelimit`).
+   */
+  throttles: ThrottleFactory;
   /** An authentication policy offers itself here. */
   provideAuthenticator(authenticator: Authenticator): void;
 }
@@ -106,6 +113,8 @@ export interface ValidationContext {
   keyManagers?: readonly string[];
   /** Resolve `secretRef`s now (deployments), so a missing secret is a validation error. */
   resolveSecrets?: boolean;
+  /** What a `secretRef` may read; default `DEFAULT_SECRET_ACCESS`. */
+  secrets?: SecretAccess;
 }
 
 /** A policy kind, created by name from the registry (`policies/index.ts`); see `definePolicy`. */
