@@ -6,15 +6,60 @@ export function announcesBody(headers: IncomingHttpHeaders): boolean {
 }
 
 /**
- * A global cap on request body bytes being received at once, across all proxies: a request
- * that would exceed it is answered 503 instead of growing memory. Bytes are reserved from the
- * declared length (or the per-request cap when none is declared) before anything is read.
+ * A process-wide cap on bytes held at once for one purpose, across all proxies: request bodies
+ * being received (`BodyBudget`), upstream answers buffered to be filtered. Bytes are taken
+ * before they are held; what would exceed the cap is refused (503) instead of growing memory.
  */
-export class BodyBudget {
+export class ByteBudget {
   private used = 0;
 
   constructor(readonly capBytes: number) {}
 
+  /** Bytes held now. */
+  get usedBytes(): number {
+    return this.used;
+  }
+
+  /** Takes `bytes` if they fit: true; false, taking nothing, when they would exceed the cap. */
+  take(bytes: number): boolean {
+    if (this.used + bytes > this.capBytes) return false;
+    this.used += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.used = Math.max(0, this.used - bytes);
+  }
+}
+
+/** The bytes one exchange holds from a budget, resized as it reads; `release` gives them back. */
+export class Reservation {
+  private held = 0;
+
+  constructor(private readonly budget: ByteBudget) {}
+
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** Makes the reservation `bytes` in all: false, leaving it as it was, when it cannot grow. */
+  resize(bytes: number): boolean {
+    if (bytes > this.held && !this.budget.take(bytes - this.held)) return false;
+    if (bytes < this.held) this.budget.give(this.held - bytes);
+    this.held = bytes;
+    return true;
+  }
+
+  release(): void {
+    this.resize(0);
+  }
+}
+
+/**
+ * The request body budget: bytes are reserved from the declared length (or the per-request cap
+ * when none is declared) before anything is read.
+ */
+export class BodyBudget extends ByteBudget {
   /**
    * Admits the body a request with these headers announces, if any: its bytes (the declared
    * length, capped at `maxBodyBytes`) are held until `response` closes. False, holding nothing,
@@ -27,12 +72,9 @@ export class BodyBudget {
       Number.isFinite(declared) && declared >= 0 ? declared : maxBodyBytes,
       maxBodyBytes,
     );
-    if (this.used + bytes > this.capBytes) return false;
-    this.used += bytes;
+    if (!this.take(bytes)) return false;
     // 'close' comes once: `on` spares the wrapper `once` would make.
-    response.on('close', () => {
-      this.used = Math.max(0, this.used - bytes);
-    });
+    response.on('close', () => this.give(bytes));
     return true;
   }
 }

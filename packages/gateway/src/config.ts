@@ -11,15 +11,18 @@ import {
 import { Type } from '@sinclair/typebox';
 import { parse as parseToml } from 'smol-toml';
 import { parseDurationMs } from './durations.js';
+import { DEFAULT_SECRET_ACCESS, ENV_NAME, type SecretAccess } from './secret-ref.js';
 
 interface Problem {
   key: string;
   message: string;
+  /** Where the value came from, when not from `fail`'s source (an environment variable). */
+  source?: string;
 }
 
 /** Start-up fails with exit code 2, naming every offending key. */
 function fail(problems: Problem[], source: string): never {
-  throw new ConfigError(problems.map((p) => ({ ...p, source })));
+  throw new ConfigError(problems.map((p) => ({ source, ...p })));
 }
 
 export interface KeyManagerConfig {
@@ -34,10 +37,13 @@ export interface KeyManagerConfig {
 export interface JwtSettings {
   leewaySeconds: number;
   jwksCacheTtlMs: number;
+  /** One JWKS request, connection included. */
   jwksFetchTimeoutMs: number;
+  /** How many times the wait after a failed fetch doubles (see `JwksCache`). */
   jwksFetchRetries: number;
+  /** The wait after a failed JWKS fetch. */
   jwksFetchRetryIntervalMs: number;
-  /** Minimum time between two JWKS refetches triggered by an unknown `kid`. */
+  /** Minimum time between the starts of two JWKS fetches (unknown `kid`, refresh, retry). */
   jwksRefreshCooldownMs: number;
   tokenCacheMaxEntries: number;
   tokenCacheTtlMs: number;
@@ -61,11 +67,28 @@ export interface GatewayConfig {
   keyManagers: KeyManagerConfig[];
   jwt: JwtSettings;
   managementUsers: ManagementUser[];
-  limits: { maxRequestBodyBytes: number; maxInflightRequestBytes: number; idleTimeoutMs: number };
+  limits: {
+    maxRequestBodyBytes: number;
+    maxInflightRequestBytes: number;
+    /** Upstream answers buffered to be filtered at once, all proxies (`ByteBudget`). */
+    maxBufferedAnswerBytes: number;
+    idleTimeoutMs: number;
+    /** Per proxy: connections to its upstream, and the queue behind them. */
+    upstreamConnections: number;
+    upstreamQueueLength: number;
+    upstreamQueueTimeoutMs: number;
+  };
   /** Browser origins allowed on `/mcp` besides the gateway's own and loopback ones. */
   allowedOrigins: string[];
   /** PostgreSQL shared by every instance; without `url`, SQLite in the data directory. */
   database: { url?: string; reconcileIntervalMs: number };
+  /**
+   * Where `mcp-ratelimit` counts: one Redis shared by every instance, or without it this
+   * instance (its primary, with `--workers`).
+   */
+  rateLimit: { redisUrl?: string };
+  /** What a proxy's `upstream.auth.secretRef` may read. */
+  secrets: SecretAccess;
   logLevel: string;
 }
 
@@ -114,7 +137,11 @@ const CONFIG_SCHEMA = Type.Partial(
           {
             max_request_body_bytes: Type.Integer({ minimum: 1 }),
             max_inflight_request_bytes: Type.Integer({ minimum: 1 }),
+            max_buffered_answer_bytes: Type.Integer({ minimum: 1 }),
             idle_timeout: duration,
+            upstream_connections: Type.Integer({ minimum: 1 }),
+            upstream_queue_length: Type.Integer({ minimum: 0 }),
+            upstream_queue_timeout: duration,
           },
           closed,
         ),
@@ -122,6 +149,18 @@ const CONFIG_SCHEMA = Type.Partial(
       database: Type.Partial(
         Type.Object(
           { url: Type.String({ pattern: '^postgres(ql)?://' }), reconcile_interval: duration },
+          closed,
+        ),
+      ),
+      ratelimit: Type.Partial(
+        Type.Object({ redis_url: Type.String({ pattern: '^rediss?://' }) }, closed),
+      ),
+      secrets: Type.Partial(
+        Type.Object(
+          {
+            env_prefixes: Type.Array(Type.String({ pattern: ENV_NAME.source })),
+            directory: str,
+          },
           closed,
         ),
       ),
@@ -169,6 +208,45 @@ const CONFIG_SCHEMA = Type.Partial(
 
 const CONFIG_DOCUMENT = compileSchema(CONFIG_SCHEMA);
 
+/**
+ * Keys the environment may set, over the file (flags > environment > file > defaults); URLs
+ * with passwords and deployment paths belong in the environment rather than in a shared file.
+ */
+const ENVIRONMENT: ReadonlyArray<
+  [variable: string, keys: [string, string], read: (v: string) => unknown]
+> = [
+  ['GATEWAY_RATELIMIT_REDIS_URL', ['ratelimit', 'redis_url'], (v) => v],
+  [
+    'GATEWAY_SECRETS_ENV_PREFIXES',
+    ['secrets', 'env_prefixes'],
+    (v) =>
+      v
+        .split(',')
+        .map((prefix) => prefix.trim())
+        .filter((prefix) => prefix !== ''),
+  ],
+  // Relative to the working directory, as any path given to a process.
+  ['GATEWAY_SECRETS_DIR', ['secrets', 'directory'], (v) => path.resolve(v)],
+];
+
+/** Variables the gateway reads for itself: no `secretRef` may reach them. */
+const OWN_VARIABLES = ['GATEWAY_DATABASE_URL', ...ENVIRONMENT.map(([variable]) => variable)];
+
+/** Puts the environment's settings into the (lower-cased) document; where each came from. */
+function applyEnvironment(doc: unknown, env: NodeJS.ProcessEnv): Map<string, string> {
+  const sources = new Map<string, string>();
+  if (!isJsonObject(doc)) return sources;
+  for (const [variable, [section, key], read] of ENVIRONMENT) {
+    const value = env[variable];
+    if (value === undefined || value === '') continue;
+    const table = isJsonObject(doc[section]) ? doc[section] : {};
+    table[key] = read(value) as never;
+    doc[section] = table;
+    sources.set(`${section}.${key}`, `environment variable ${variable}`);
+  }
+  return sources;
+}
+
 /** Lower-cases every key at every depth (WSO2 documents the same keys in two spellings). */
 function lowerCaseKeys(value: unknown, at: string, problems: Problem[]): unknown {
   if (Array.isArray(value))
@@ -200,6 +278,7 @@ function durationMs(value: unknown, fallback: number): number {
 
 const DURATION_KEYS = [
   ['limits', 'idle_timeout'],
+  ['limits', 'upstream_queue_timeout'],
   ['database', 'reconcile_interval'],
   ...[
     'leeway',
@@ -235,6 +314,18 @@ function checkValues(doc: unknown, problems: Problem[]): void {
         'must be at least limits.max_request_body_bytes (or no body of that size could ever be read)',
     });
   }
+  const prefixes = lookup(doc, 'secrets', 'env_prefixes');
+  (Array.isArray(prefixes) ? prefixes : []).forEach((prefix: unknown, i) => {
+    const own = OWN_VARIABLES.find(
+      (variable) => typeof prefix === 'string' && variable.startsWith(prefix),
+    );
+    if (own) {
+      problems.push({
+        key: `secrets.env_prefixes[${i}]`,
+        message: `would let a secretRef read ${own}, the gateway's own configuration`,
+      });
+    }
+  });
   const managers = lookup(doc, 'policy_configurations', 'jwtauth_v1', 'keymanagers');
   const names = new Set<string>();
   (Array.isArray(managers) ? managers : []).forEach((km: unknown, i) => {
@@ -258,7 +349,14 @@ function checkValues(doc: unknown, problems: Problem[]): void {
  */
 export function resolveConfig(
   raw: unknown,
-  options: { baseDir?: string; dataDir?: string; databaseUrl?: string; source?: string } = {},
+  options: {
+    baseDir?: string;
+    dataDir?: string;
+    databaseUrl?: string;
+    source?: string;
+    /** Read for the `GATEWAY_RATELIMIT_*` and `GATEWAY_SECRETS_*` settings; default `process.env`. */
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): GatewayConfig {
   const source = options.source ?? 'configuration';
   const problems: Problem[] = [];
@@ -269,9 +367,15 @@ export function resolveConfig(
     );
   }
   const doc = lowerCaseKeys(raw ?? {}, '', problems);
+  const fromEnvironment = applyEnvironment(doc, options.env ?? process.env);
   const valid = CONFIG_DOCUMENT.is(doc);
   if (!valid) problems.push(...CONFIG_DOCUMENT.issues(doc).map(describe));
   checkValues(doc, problems);
+  for (const problem of problems) {
+    const [section, key] = problem.key.split(/[.[]/);
+    const variable = fromEnvironment.get(`${section}.${key}`);
+    if (variable) problem.source = variable;
+  }
   if (!valid || problems.length > 0) fail(problems, source);
 
   const baseDir = options.baseDir ?? process.cwd();
@@ -297,7 +401,7 @@ export function resolveConfig(
     return manager;
   });
 
-  const { listeners, limits, tls, database } = doc;
+  const { listeners, limits, tls, database, ratelimit, secrets } = doc;
   const users = (doc.management?.users ?? []).map((u) => ({
     username: u.username,
     passwordHash: u.password_hash,
@@ -321,10 +425,10 @@ export function resolveConfig(
     jwt: {
       leewaySeconds: durationMs(jwt?.leeway, 30_000) / 1000,
       jwksCacheTtlMs: durationMs(jwt?.jwkscachettl, 300_000),
-      jwksFetchTimeoutMs: durationMs(jwt?.jwksfetchtimeout, 5_000),
+      jwksFetchTimeoutMs: durationMs(jwt?.jwksfetchtimeout, 3_000),
       jwksFetchRetries: jwt?.jwksfetchretrycount ?? 2,
       jwksFetchRetryIntervalMs: durationMs(jwt?.jwksfetchretryinterval, 500),
-      jwksRefreshCooldownMs: durationMs(jwt?.jwksrefreshcooldown, 10_000),
+      jwksRefreshCooldownMs: durationMs(jwt?.jwksrefreshcooldown, 300),
       tokenCacheMaxEntries: jwt?.cachemaxsize ?? 10_000,
       tokenCacheTtlMs: durationMs(jwt?.tokencachettl, 300_000),
     },
@@ -333,12 +437,20 @@ export function resolveConfig(
     limits: {
       maxRequestBodyBytes: limits?.max_request_body_bytes ?? 1024 * 1024,
       maxInflightRequestBytes: limits?.max_inflight_request_bytes ?? 64 * 1024 * 1024,
+      maxBufferedAnswerBytes: limits?.max_buffered_answer_bytes ?? 128 * 1024 * 1024,
       idleTimeoutMs: durationMs(limits?.idle_timeout, 300_000),
+      upstreamConnections: limits?.upstream_connections ?? 128,
+      upstreamQueueLength: limits?.upstream_queue_length ?? 128,
+      upstreamQueueTimeoutMs: durationMs(limits?.upstream_queue_timeout, 5_000),
     },
     database: { reconcileIntervalMs: durationMs(database?.reconcile_interval, 5_000) },
+    rateLimit: {},
+    secrets: { envPrefixes: secrets?.env_prefixes ?? DEFAULT_SECRET_ACCESS.envPrefixes },
     logLevel: doc.log_level ?? process.env.LOG_LEVEL ?? 'info',
   };
   if (databaseUrl) config.database.url = databaseUrl;
+  if (ratelimit?.redis_url) config.rateLimit.redisUrl = ratelimit.redis_url;
+  if (secrets?.directory) config.secrets.directory = resolvePath(secrets.directory);
   if (tls) config.tls = { certPath: resolvePath(tls.cert), keyPath: resolvePath(tls.key) };
   if (gatewayUrl) config.gatewayUrl = gatewayUrl.replace(/\/+$/, '');
   return config;

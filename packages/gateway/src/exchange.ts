@@ -6,6 +6,7 @@ import type { McpCall } from './jsonrpc.js';
 import { unauthenticated } from './policies/challenge.js';
 import type { AuthOutcome, Exchange, Refusal } from './policies/policy.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
+import type { UpstreamFailure } from './upstream-failure.js';
 
 export type Decision =
   | 'allowed'
@@ -40,6 +41,8 @@ export class AuditRecord {
   reason: string | undefined = undefined;
   missingScopes: readonly string[] | undefined = undefined;
   upstreamStatus: number | undefined = undefined;
+  /** How the exchange with the upstream failed, if it did (beside any status it answered). */
+  upstreamFailure: UpstreamFailure | undefined = undefined;
 
   constructor(
     proxy: string,
@@ -83,6 +86,9 @@ export function auditRecordJson(record: AuditRecord): string {
   if (record.upstreamStatus !== undefined) {
     json += `,"upstreamStatus":${jsonNumber(record.upstreamStatus)}`;
   }
+  if (record.upstreamFailure !== undefined) {
+    json += `,"upstreamFailure":${jsonString(record.upstreamFailure)}`;
+  }
   return `${json}}`;
 }
 
@@ -99,6 +105,7 @@ export class McpExchange implements Exchange {
   reason: string | undefined = undefined;
   missingScopes: readonly string[] | undefined = undefined;
   upstreamStatus: number | undefined = undefined;
+  upstreamFailure: UpstreamFailure | undefined = undefined;
   readonly started = performance.now();
   /** The caller's authentication once it ran: its refusal, if any (or null for none yet). */
   private authentication: Refusal | undefined | null = null;
@@ -182,6 +189,7 @@ export class McpExchange implements Exchange {
     record.reason = this.reason;
     record.missingScopes = this.missingScopes;
     record.upstreamStatus = this.upstreamStatus;
+    record.upstreamFailure = this.upstreamFailure;
     return record;
   }
 

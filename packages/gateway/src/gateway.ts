@@ -12,9 +12,10 @@ import {
   type RunningServer,
   registerHealthRoutes,
   startServer,
+  type ThrottleFactory,
 } from '@mcp-identity/common';
 import { TokenVerifier } from './auth/verifier.js';
-import { BodyBudget } from './body-budget.js';
+import { BodyBudget, ByteBudget } from './body-budget.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
 import { type ControlPlane, createControlPlane } from './control-plane.js';
 import { Listener } from './listener.js';
@@ -22,6 +23,7 @@ import { createMcpEndpoint } from './mcp-endpoint.js';
 import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
 import { type ProxyEntry, ProxyMirror } from './proxy-sync.js';
+import { openRateLimitCounters } from './ratelimit-counters.js';
 import { ProxyRegistry } from './registry.js';
 import { registerDataPlane } from './routing.js';
 
@@ -41,6 +43,11 @@ export interface GatewayOptions {
    * whose primary owns the store and the management API). Resolves once the first list is in.
    */
   proxyFeed?: (replaceAll: (proxies: ProxyEntry[]) => void) => Promise<void>;
+  /**
+   * Where `mcp-ratelimit` counts when `ratelimit.redis_url` is not set (a `--workers` worker:
+   * in its primary); default this process's memory.
+   */
+  rateLimitCounters?: ThrottleFactory;
   logger?: Logger;
   /** Clock for token and JWKS expiry (milliseconds since the epoch). */
   now?: () => number;
@@ -121,15 +128,29 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const tls = config.tls
     ? await loadTlsFiles(config.tls.certPath, config.tls.keyPath)
     : await ensureSelfSignedCertificate(config.dataDir);
+  const counters = await openRateLimitCounters(config, options.rateLimitCounters, now);
   const verifier = new TokenVerifier(config.keyManagers, config.jwt, now, logger);
+  verifier.start();
   const metrics = new GatewayMetrics();
   let gatewayUrl = config.gatewayUrl ?? '';
   const registry = new ProxyRegistry({
     keyManagers: config.keyManagers,
     verifier,
-    idleTimeoutMs: config.limits.idleTimeoutMs,
+    upstream: {
+      connections: config.limits.upstreamConnections,
+      queueLength: config.limits.upstreamQueueLength,
+      queueTimeoutMs: config.limits.upstreamQueueTimeoutMs,
+      idleTimeoutMs: config.limits.idleTimeoutMs,
+    },
     now,
     logger,
+    throttles: counters.factory,
+    secrets: config.secrets,
+  });
+  const answerBudget = new ByteBudget(config.limits.maxBufferedAnswerBytes);
+  metrics.observe({
+    upstreams: () => registry.runtimes(),
+    bufferedAnswerBytes: () => answerBudget.usedBytes,
   });
   // Audit lines are written by `recordLineWriter` (mcp-request.ts), in this child's name.
   const audit = logger.child({ component: 'audit' });
@@ -141,6 +162,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     audit,
     maxRequestBodyBytes: config.limits.maxRequestBodyBytes,
     bodyBudget: new BodyBudget(config.limits.maxInflightRequestBytes),
+    answerBudget,
     originPolicy: createOriginPolicy({
       ownOrigins: config.gatewayUrl ? [config.gatewayUrl] : [],
       allowedOrigins: config.allowedOrigins,
@@ -163,6 +185,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     livePath: '/_gateway-health/healthy',
     readyPath: '/_gateway-health/ready',
     liveBody: { status: 'healthy' },
+    // Not ready before every key manager's keys are in: every token would be refused (503).
+    ready: async () => verifier.ready(),
   });
   registerDataPlane(plainApp, { ...dataPlane, listener: httpListener });
 
@@ -181,6 +205,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     await registry.close();
     await verifier.close();
     await control?.close();
+    counters.close();
     unguard?.();
   };
   try {

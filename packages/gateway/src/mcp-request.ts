@@ -1,9 +1,11 @@
 import { jsonRpcError, type Logger, recordLineWriter } from '@mcp-identity/common';
+import type { ByteBudget } from './body-budget.js';
 import { type AuditRecord, auditRecordJson, type McpExchange } from './exchange.js';
 import { type McpCall, parseMcpBody, requestIdOf } from './jsonrpc.js';
 import type { McpHttp } from './mcp-http.js';
 import type { GatewayMetrics } from './metrics.js';
 import { isListMethod, LIST_RESULT_KEY, type Policy, type Refusal } from './policies/policy.js';
+import { bodyTextError } from './request-body.js';
 import { forwardToUpstream, type ListFilter } from './upstream-forwarding.js';
 
 export interface McpRequestHandling {
@@ -48,8 +50,9 @@ export function createMcpRequestHandling(options: {
   audit: Logger;
   /** Where upstream failures are logged. */
   log: Logger;
+  answerBudget: ByteBudget;
 }): McpRequestHandling {
-  const { metrics, log } = options;
+  const { metrics, log, answerBudget } = options;
   // One line per request: written as `audit.info({ audit: record }, 'mcp request')` would be,
   // without pino's per-call work (an `AuditRecord`'s fields never hold a credential).
   const auditLine = recordLineWriter<AuditRecord>(
@@ -62,6 +65,7 @@ export function createMcpRequestHandling(options: {
   const finish = (exchange: McpExchange) => {
     const record = exchange.auditRecord();
     metrics.record(record.proxy, record.method, record.decision, record.latencyMs / 1000);
+    if (record.upstreamFailure) metrics.recordUpstreamFailure(record.proxy, record.upstreamFailure);
     auditLine(record);
   };
 
@@ -140,6 +144,13 @@ export function createMcpRequestHandling(options: {
       const { runtime } = exchange;
       const { body } = http;
       if (http.method === 'POST') {
+        // Every proxy's, policies or none: the audit line names what the upstream will read.
+        const notText = body && bodyTextError(body);
+        if (notText) {
+          const error = jsonRpcError(null, -32700, 'Parse error', notText);
+          answer(exchange, http, 400, 'bad_request', 'body not UTF-8 JSON text', error);
+          return undefined;
+        }
         if (runtime.policies.length > 0) {
           const parsed = parseMcpBody(body ?? '');
           if (!parsed.ok) {
@@ -191,6 +202,7 @@ export function createMcpRequestHandling(options: {
       log,
       id: call ? call.id : requestIdOf(http.body),
       filter,
+      answerBudget,
       finish,
     });
   }

@@ -5,7 +5,7 @@ import {
   DURATION_BUCKETS,
   labelChildren,
 } from '@mcp-identity/common';
-import { AggregatorRegistry, Counter, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 
 /**
  * Methods reported by name (JSON-RPC methods, the HTTP verbs without a JSON-RPC body — `POST`
@@ -40,6 +40,14 @@ const KNOWN_METHODS = new Set([
 
 function methodLabel(method: string): string {
   return KNOWN_METHODS.has(method) ? method : 'other';
+}
+
+/** What the gauges read when scraped: the state of the data plane at that moment. */
+export interface DataPlaneState {
+  /** Each routed proxy's upstream connections: requests in flight, and waiting for one. */
+  upstreams(): Iterable<{ id: string; upstream: { inFlight: number; queued: number } }>;
+  /** Bytes the buffered answers (lists being filtered) hold, all proxies. */
+  bufferedAnswerBytes(): number;
 }
 
 /** One process's metrics as prom-client JSON: what a worker sends the primary to add up. */
@@ -84,6 +92,20 @@ export class GatewayMetrics {
       registry: this.registry,
     }),
   );
+  /** Rare (a failure each), so a plain prom-client counter: its label hashing costs nothing here. */
+  private readonly upstreamFailures = new Counter({
+    name: 'mcp_gateway_upstream_failures_total',
+    help: "Allowed MCP requests whose exchange with the upstream failed, by how (the audit line's upstreamFailure).",
+    labelNames: ['proxy', 'failure'] as const,
+    registers: [this.registry],
+  });
+  private state: DataPlaneState | undefined = undefined;
+  private readonly buffered: Gauge = new Gauge({
+    name: 'mcp_gateway_buffered_answer_bytes',
+    help: 'Bytes held by upstream answers buffered to be filtered (at most limits.max_buffered_answer_bytes).',
+    registers: [this.registry],
+    collect: (): void => this.buffered.set(this.state?.bufferedAnswerBytes() ?? 0),
+  });
   private readonly uncaught = new Counter({
     name: 'mcp_gateway_uncaught_errors_total',
     help: 'Errors no handler caught, contained by the process guard.',
@@ -92,9 +114,45 @@ export class GatewayMetrics {
   });
 
   constructor() {
+    this.upstreamGauge(
+      'mcp_gateway_upstream_in_flight',
+      'Requests each proxy has in flight to its upstream (at most limits.upstream_connections).',
+      (u) => u.inFlight,
+    );
+    this.upstreamGauge(
+      'mcp_gateway_upstream_queued',
+      "Requests waiting for one of their proxy's upstream connections (at most limits.upstream_queue_length).",
+      (u) => u.queued,
+    );
     // Both series exist from the start: anything but 0 is a bug, and 0 is worth seeing.
     this.uncaught.labels('exception').inc(0);
     this.uncaught.labels('rejection').inc(0);
+  }
+
+  /** Where the gauges read the data plane's state, read only when scraped (nothing per request). */
+  observe(state: DataPlaneState): void {
+    this.state = state;
+  }
+
+  private upstreamGauge(
+    name: string,
+    help: string,
+    value: (upstream: { inFlight: number; queued: number }) => number,
+  ): Gauge<'proxy'> {
+    const gauge: Gauge<'proxy'> = new Gauge({
+      name,
+      help,
+      labelNames: ['proxy'] as const,
+      registers: [this.registry],
+      collect: () => {
+        // Removed proxies leave the series with them.
+        gauge.reset();
+        for (const { id, upstream } of this.state?.upstreams() ?? []) {
+          gauge.labels(id).set(value(upstream));
+        }
+      },
+    });
+    return gauge;
   }
 
   /** An error that escaped every handler and was contained by the process guard. */
@@ -105,6 +163,10 @@ export class GatewayMetrics {
   record(proxy: string, method: string, decision: string, seconds: number): void {
     this.requests(proxy, methodLabel(method), decision).inc();
     this.latency(proxy).observe(seconds);
+  }
+
+  recordUpstreamFailure(proxy: string, failure: string): void {
+    this.upstreamFailures.labels(proxy, failure).inc();
   }
 
   /** This process's metrics in the Prometheus text format. */

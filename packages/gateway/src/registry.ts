@@ -1,11 +1,11 @@
-import type { Logger } from '@mcp-identity/common';
-import { Pool } from 'undici';
+import type { Logger, ThrottleFactory, ThrottleSpec } from '@mcp-identity/common';
 import type { TokenVerifier } from './auth/verifier.js';
 import type { KeyManagerConfig } from './config.js';
 import { type McpProxyDefinition, SUPPORTED_SPEC_VERSIONS } from './definition.js';
 import { POLICIES } from './policies/index.js';
 import type { Authenticator, Policy } from './policies/policy.js';
-import { resolveSecretRef } from './secret-ref.js';
+import { resolveSecretRef, type SecretAccess } from './secret-ref.js';
+import { UpstreamConnections, type UpstreamLimits } from './upstream-connections.js';
 
 /** A proxy's addresses on one listener and host (RFC 9728 resource and its metadata). */
 export interface ResourceUrls {
@@ -21,7 +21,8 @@ export interface ProxyRuntime {
   context: string;
   /** Path and query sent upstream: exactly those of `spec.upstream.url`. */
   upstreamPath: string;
-  pool: Pool;
+  /** This proxy's own connections to its upstream, and the bounded queue behind them. */
+  upstream: UpstreamConnections;
   /** Policies in the order their hooks run. */
   policies: readonly Policy[];
   /** Policies that take part before the body is read. */
@@ -41,9 +42,13 @@ export interface ProxyRuntime {
 export interface RegistryOptions {
   keyManagers: KeyManagerConfig[];
   verifier: TokenVerifier;
-  idleTimeoutMs: number;
+  upstream: UpstreamLimits;
   now: () => number;
   logger: Logger;
+  /** Where `mcp-ratelimit` counts (`ratelimit-counters.ts`). */
+  throttles: ThrottleFactory;
+  /** What a `secretRef` may read. */
+  secrets: SecretAccess;
 }
 
 function specVersionsOf(definition: McpProxyDefinition): ReadonlySet<string> {
@@ -53,7 +58,7 @@ function specVersionsOf(definition: McpProxyDefinition): ReadonlySet<string> {
 
 /**
  * The live routing table: deployed proxies by context. Replacing an entry takes effect for the
- * next request; requests already in flight finish on the pool they started on.
+ * next request; requests already in flight or queued finish on the pool they started on.
  */
 export class ProxyRegistry {
   private readonly byContext = new Map<string, ProxyRuntime>();
@@ -71,7 +76,7 @@ export class ProxyRegistry {
     const { context, upstream } = definition.spec;
     let upstreamAuth: ProxyRuntime['upstreamAuth'];
     if (upstream.auth) {
-      const secret = resolveSecretRef(upstream.auth.secretRef);
+      const secret = resolveSecretRef(upstream.auth.secretRef, this.options.secrets);
       if (!secret.ok) {
         this.options.logger.error(
           { proxy: id, problem: secret.problem },
@@ -87,6 +92,9 @@ export class ProxyRegistry {
       keyManagers: this.options.keyManagers,
       verifier: this.options.verifier,
       now: this.options.now,
+      // A proxy's id cannot contain `/` (definition.ts), so names cannot collide across proxies.
+      throttles: (spec: ThrottleSpec) =>
+        this.options.throttles({ ...spec, name: `${id}/${spec.name}` }),
       provideAuthenticator: (a: Authenticator) => {
         authenticator = a;
       },
@@ -103,12 +111,7 @@ export class ProxyRegistry {
       id,
       context,
       upstreamPath: `${upstreamUrl.pathname}${upstreamUrl.search}`,
-      pool: new Pool(upstreamUrl.origin, {
-        connections: 128,
-        keepAliveTimeout: 30_000,
-        headersTimeout: this.options.idleTimeoutMs,
-        bodyTimeout: this.options.idleTimeoutMs,
-      }),
+      upstream: new UpstreamConnections(upstreamUrl.origin, this.options.upstream),
       policies,
       headerPolicies: policies.filter((p) => p.onHeaders),
       listPolicies: policies.filter((p) => p.onListItem),
@@ -138,8 +141,13 @@ export class ProxyRegistry {
     const runtime = this.byContext.get(context);
     this.byContext.delete(context);
     this.contextById.delete(id);
-    // In-flight streams may be long-lived; let them finish on the old pool.
-    void runtime?.pool.close().catch(() => undefined);
+    // In-flight streams may be long-lived; let them (and those queued) finish on the old pool.
+    void runtime?.upstream.close().catch(() => undefined);
+  }
+
+  /** Every routed proxy. */
+  runtimes(): Iterable<ProxyRuntime> {
+    return this.byContext.values();
   }
 
   byContextPath(context: string): ProxyRuntime | undefined {
@@ -147,7 +155,7 @@ export class ProxyRegistry {
   }
 
   async close(): Promise<void> {
-    const pools = [...this.byContext.values()].map((r) => r.pool.destroy());
+    const pools = [...this.byContext.values()].map((r) => r.upstream.destroy());
     this.byContext.clear();
     this.contextById.clear();
     await Promise.all(pools);

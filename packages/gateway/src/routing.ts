@@ -1,6 +1,6 @@
 import { createCorsHook, gatewayError, type Logger, type OriginPolicy } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget, ByteBudget } from './body-budget.js';
 import type { Listener } from './listener.js';
 import type { GatewayMetrics } from './metrics.js';
 import { metadataRuntimeAt, pathOf } from './proxy-paths.js';
@@ -12,17 +12,22 @@ export interface DataPlaneOptions {
   audit: Logger;
   maxRequestBodyBytes: number;
   bodyBudget: BodyBudget;
+  /** Upstream answers buffered to be filtered, all proxies (`limits.max_buffered_answer_bytes`). */
+  answerBudget: ByteBudget;
   /** The listener this app serves (its scheme and own addresses). */
   listener: Listener;
   /** Which browser origins may call `/mcp` (and read metadata): DNS rebinding protection. */
   originPolicy: OriginPolicy;
 }
 
-/** Methods the data plane serves on a proxy's paths; other methods find no route (404). */
+/**
+ * Methods the data plane serves on a proxy's paths: `<context>/mcp` answers any other with 405
+ * (`createMcpEndpoint`), the other paths with 404 (no route).
+ */
 export const DATA_PLANE_METHODS = ['GET', 'POST', 'DELETE', 'OPTIONS'] as const;
 
 /** What the Fastify side of the data plane reads: it records no audit line and no metric. */
-type FastifyDataPlaneOptions = Omit<DataPlaneOptions, 'metrics' | 'audit'>;
+type FastifyDataPlaneOptions = Omit<DataPlaneOptions, 'metrics' | 'audit' | 'answerBudget'>;
 
 /**
  * Serves what the data plane answers through Fastify: protected resource metadata of every

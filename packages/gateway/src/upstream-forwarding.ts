@@ -4,15 +4,27 @@ import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { type JsonRpcId, jsonRpcError, type Logger } from '@mcp-identity/common';
 import type { Dispatcher } from 'undici';
+import { type ByteBudget, Reservation } from './body-budget.js';
 import type { McpExchange } from './exchange.js';
 import { contentEncoding, downstreamHeaders, upstreamHeaders } from './forwarding-headers.js';
 import {
   filterJsonBody,
+  holdListBytes,
   type ItemPredicate,
-  MAX_LIST_BYTES,
+  readList,
   SseListFilter,
 } from './list-filter.js';
 import type { McpHttp } from './mcp-http.js';
+import { FORWARDED_CONTENT_TYPE } from './request-body.js';
+import type { UpstreamConnections } from './upstream-connections.js';
+import {
+  clientGone,
+  ExchangeFailure,
+  failureOf,
+  UNANSWERED,
+  type UpstreamFailure,
+  unansweredFailure,
+} from './upstream-failure.js';
 
 /** Rewrites the items of a list result the caller may not use (`filterLists`). */
 export interface ListFilter {
@@ -58,19 +70,6 @@ function isEventStream(contentType: string): boolean {
   );
 }
 
-class ListTooLarge extends Error {}
-
-async function collect(source: AsyncIterable<Buffer>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of source) {
-    size += chunk.length;
-    if (size > MAX_LIST_BYTES) throw new ListTooLarge('list result too large to filter');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
-}
-
 export interface Forwarding {
   http: McpHttp;
   exchange: McpExchange;
@@ -78,29 +77,53 @@ export interface Forwarding {
   log: Logger;
   id: JsonRpcId;
   filter: ListFilter | undefined;
+  /** What buffered answers (lists being filtered) may hold at once, all proxies. */
+  answerBudget: ByteBudget;
   /** Writes the audit line and metrics once the exchange is over. */
   finish(exchange: McpExchange): void;
 }
 
-/** How the upstream request failed, for the audit line and the client's answer. */
-function upstreamFailure(f: Forwarding, error: unknown): { status: 502 | 504; message: string } {
+/**
+ * The upstream did not answer: 502 (504 for a timeout) with a JSON-RPC error carrying the
+ * request's id, and the failure in the audit line.
+ */
+function answerUnanswered(f: Forwarding, error: unknown): void {
   const { exchange } = f;
-  const timedOut = (error as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT';
+  const failure = unansweredFailure(error);
+  const { status, reason, message } = UNANSWERED[failure];
   exchange.decision = 'upstream_error';
-  exchange.reason = timedOut ? 'upstream timed out' : 'upstream unreachable';
+  exchange.reason = reason;
+  exchange.upstreamFailure = failure;
   f.log.warn(
-    { reqId: f.http.id, proxy: exchange.runtime.id, err: (error as Error).message },
+    { reqId: f.http.id, proxy: exchange.runtime.id, failure, err: (error as Error).message },
     'upstream request failed',
   );
-  return timedOut
-    ? { status: 504, message: 'Upstream MCP server timed out' }
-    : { status: 502, message: 'Upstream MCP server unreachable' };
+  f.http.sendJson(status, jsonRpcError(f.id, -32000, message));
 }
 
-/** The request the gateway sends upstream for this exchange. */
+/** A 503 the gateway answers itself, in JSON-RPC shape, to be asked again after `retryAfter`. */
+function answerUnavailable(
+  f: Forwarding,
+  failure: UpstreamFailure,
+  reason: string,
+  message: string,
+  retryAfter: string,
+): void {
+  const { exchange } = f;
+  exchange.decision = 'unavailable';
+  exchange.reason = reason;
+  exchange.upstreamFailure = failure;
+  f.http.sendJson(503, jsonRpcError(f.id, -32000, message), { 'retry-after': retryAfter });
+}
+
+/**
+ * The request the gateway sends upstream for this exchange, which passed the proxy's policies
+ * (the only way here): the upstream credential goes with nothing else. A body goes as the
+ * gateway read it, UTF-8 JSON (`contentRefusal`, `bodyTextError`), and says so.
+ */
 function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
   const { runtime } = f.exchange;
-  const { body } = f.http;
+  const body = f.http.body && f.http.body.length > 0 ? f.http.body : null;
   return {
     path: runtime.upstreamPath,
     method: f.http.method as Dispatcher.HttpMethod,
@@ -109,23 +132,92 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
       stripAuthorization: runtime.authenticator ? !runtime.authenticator.forwardToken : false,
       identityEncoding: f.filter !== undefined,
       credential: runtime.upstreamAuth,
+      contentType: body ? FORWARDED_CONTENT_TYPE : undefined,
     }),
-    body: body && body.length > 0 ? body : null,
+    body,
   };
 }
 
 /**
  * Sends the request to the proxy's upstream and streams the answer back: bytes go out as they
  * arrive with the upstream's own headers, never re-framed, except list results a policy
- * filters. Every stream and socket error ends this exchange only.
+ * filters. Every stream and socket error ends this exchange only. A request finding every
+ * connection of its proxy in use waits in the proxy's bounded queue (`UpstreamConnections`).
  */
 export function forwardToUpstream(f: Forwarding): Promise<void> | undefined {
+  const { upstream } = f.exchange.runtime;
+  if (upstream.acquire()) return send(f, upstream);
+  return waitForConnection(f, upstream);
+}
+
+/** Sends the request on the connection it holds, given back when the exchange is over. */
+function send(f: Forwarding, upstream: UpstreamConnections): Promise<void> | undefined {
   if (f.filter !== undefined) return forwardFiltered(f, f.filter);
-  f.exchange.runtime.pool.dispatch(upstreamRequest(f), new PassThroughHandler(f));
+  let request: Dispatcher.DispatchOptions;
+  try {
+    request = upstreamRequest(f);
+  } catch (error) {
+    // A connection kept by a request that never went would be lost to the proxy for good.
+    upstream.release();
+    throw error;
+  }
+  upstream.pool.dispatch(request, new PassThroughHandler(f));
   return undefined;
 }
 
-const CLIENT_GONE = 'client closed the connection';
+const UPSTREAM_BUSY = 'Upstream MCP server busy; retry later';
+
+/**
+ * Every connection of the proxy is in use: the request waits for one in the proxy's queue, and
+ * is answered 503 with `Retry-After` (never reaching the upstream) when the queue is full or no
+ * connection frees in time. A client that goes away leaves the queue.
+ */
+function waitForConnection(
+  f: Forwarding,
+  upstream: UpstreamConnections,
+): Promise<void> | undefined {
+  const { exchange } = f;
+  const raw = f.http.response;
+  const busy = (failure: 'queue_full' | 'queue_timeout', reason: string) => {
+    answerUnavailable(f, failure, reason, UPSTREAM_BUSY, upstream.retryAfterSeconds);
+    f.finish(exchange);
+  };
+  if (raw.destroyed) {
+    exchange.upstreamFailure = 'client_closed';
+    f.finish(exchange);
+    return undefined;
+  }
+  let withdraw: (() => void) | undefined;
+  return new Promise<void>((resolve, reject) => {
+    const onClientGone = () => {
+      withdraw?.();
+      exchange.upstreamFailure = 'client_closed';
+      f.finish(exchange);
+      resolve();
+    };
+    withdraw = upstream.enqueue({
+      start() {
+        raw.off('close', onClientGone);
+        try {
+          resolve(send(f, upstream));
+        } catch (error) {
+          reject(error);
+        }
+      },
+      expire() {
+        raw.off('close', onClientGone);
+        busy('queue_timeout', 'no upstream connection within limits.upstream_queue_timeout');
+        resolve();
+      },
+    });
+    if (withdraw === undefined) {
+      busy('queue_full', 'upstream queue full');
+      resolve();
+      return;
+    }
+    raw.once('close', onClientGone);
+  });
+}
 
 /**
  * The unfiltered path, on undici's dispatch API: each chunk is written to the client as it
@@ -145,14 +237,14 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
 
   /** A client that goes away mid-request cancels the upstream request too. */
   private readonly onClientClose = () => {
-    if (!this.f.http.response.writableFinished) this.controller?.abort(new Error(CLIENT_GONE));
+    if (!this.f.http.response.writableFinished) this.controller?.abort(clientGone());
   };
 
   private readonly onDrain = () => this.controller?.resume();
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.f.http.response.destroyed) controller.abort(new Error(CLIENT_GONE));
+    if (this.f.http.response.destroyed) controller.abort(clientGone());
   }
 
   onResponseStart(
@@ -194,17 +286,18 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
     const { f } = this;
     this.held = undefined;
     const raw = f.http.response;
-    if (raw.headersSent) {
+    if (raw.destroyed) {
+      f.exchange.upstreamFailure = 'client_closed';
+    } else if (raw.headersSent) {
+      // The answer was cut short: the audit line has its status and why it ended.
+      f.exchange.upstreamFailure = failureOf(error) ?? 'connection_lost';
       f.log.debug(
         { reqId: f.http.id, proxy: f.exchange.runtime.id, err: error.message },
         'stream ended early',
       );
       raw.destroy();
-    } else if (raw.destroyed) {
-      upstreamFailure(f, error);
     } else {
-      const { status, message } = upstreamFailure(f, error);
-      f.http.sendJson(status, jsonRpcError(f.id, -32000, message));
+      answerUnanswered(f, error);
     }
     this.settle();
   }
@@ -214,39 +307,65 @@ class PassThroughHandler implements Dispatcher.DispatchHandler {
     this.settled = true;
     this.f.http.response.off('close', this.onClientClose);
     this.f.http.response.off('drain', this.onDrain);
+    this.f.exchange.runtime.upstream.release();
     this.f.finish(this.f.exchange);
   }
 }
 
-/** The `filterLists` path: a list result is read, filtered and written back. */
+/**
+ * The `filterLists` path: a list result is read, filtered and written back. The bytes it holds
+ * count against the buffered-answer budget until the client has the answer (or is gone).
+ */
 async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void> {
-  const { http, exchange } = f;
-  const { runtime } = exchange;
-  const raw = http.response;
+  const raw = f.http.response;
   // A client that goes away mid-request cancels the upstream request too.
   const controller = new AbortController();
   const onClientGone = () => {
-    if (!raw.writableFinished) controller.abort();
+    if (!raw.writableFinished) controller.abort(clientGone());
   };
   raw.once('close', onClientGone);
+  const held = new Reservation(f.answerBudget);
+  try {
+    await filterAnswer(f, filter, controller.signal, held);
+  } finally {
+    raw.off('close', onClientGone);
+    if (raw.destroyed || raw.writableFinished) held.release();
+    else raw.once('close', () => held.release());
+    f.exchange.runtime.upstream.release();
+    f.finish(f.exchange);
+  }
+}
+
+/** The length an identity-coded answer declares, or 0 when it declares none. */
+function declaredLength(headers: Dispatcher.ResponseData['headers']): number {
+  const length = Number(headers['content-length']);
+  return Number.isSafeInteger(length) && length > 0 ? length : 0;
+}
+
+const BUFFERED_ANSWERS_FULL =
+  'The gateway is filtering too many list results at once; retry shortly';
+
+async function filterAnswer(
+  f: Forwarding,
+  filter: ListFilter,
+  signal: AbortSignal,
+  held: Reservation,
+): Promise<void> {
+  const { http, exchange } = f;
+  const raw = http.response;
   let upstream: Dispatcher.ResponseData;
   try {
-    upstream = await runtime.pool.request({
-      ...upstreamRequest(f),
-      signal: controller.signal,
-    });
+    upstream = await exchange.runtime.upstream.pool.request({ ...upstreamRequest(f), signal });
   } catch (error) {
-    raw.off('close', onClientGone);
-    const { status, message } = upstreamFailure(f, error);
-    f.finish(exchange);
-    if (controller.signal.aborted) return;
-    return http.sendJson(status, jsonRpcError(f.id, -32000, message));
+    if (raw.destroyed) exchange.upstreamFailure = 'client_closed';
+    else answerUnanswered(f, error);
+    return;
   }
   exchange.upstreamStatus = upstream.statusCode;
   const contentType = String(upstream.headers['content-type'] ?? '').toLowerCase();
   const isJson = contentType.startsWith('application/json');
   const isSse = isEventStream(contentType);
-  const filtering = filter !== undefined && (isJson || isSse);
+  const filtering = isJson || isSse;
   let decoder: ReturnType<typeof decoderFor>;
   if (filtering) {
     const encoding = contentEncoding(upstream.headers);
@@ -254,10 +373,9 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
     if (!decoder && encoding !== 'identity') {
       // A list the gateway cannot read must not reach the caller unfiltered.
       discard(upstream.body);
-      raw.off('close', onClientGone);
       exchange.decision = 'upstream_error';
       exchange.reason = `list in unsupported content coding ${encoding}`;
-      f.finish(exchange);
+      exchange.upstreamFailure = 'unfilterable';
       return http.sendJson(
         502,
         jsonRpcError(f.id, -32000, 'Upstream sent a list the gateway cannot filter'),
@@ -266,9 +384,12 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
   }
   try {
     if (filtering && isJson) {
+      // A declared length is held before a byte is read: a list that cannot fit is refused
+      // without reading it.
+      if (!decoder) holdListBytes(held, declaredLength(upstream.headers));
       let decoded: Buffer = Buffer.alloc(0);
       const sink = async (source: AsyncIterable<Buffer>) => {
-        decoded = await collect(source);
+        decoded = await readList(source, held);
       };
       if (decoder) await pipeline(upstream.body, decoder, sink);
       else await pipeline(upstream.body, sink);
@@ -277,13 +398,15 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
       headers.push('content-length', String(filtered.length));
       http.writeHead(upstream.statusCode, headers);
       raw.end(filtered);
+      // The working copies are garbage now; the answer stays held until the client has it.
+      held.resize(filtered.length);
     } else if (filtering) {
       http.writeHead(
         upstream.statusCode,
         downstreamHeaders(upstream.headers, true, http.ownHeaders),
       );
       raw.flushHeaders();
-      const sse = new SseListFilter(filter.key, filter.keep);
+      const sse = new SseListFilter(filter.key, filter.keep, held);
       if (decoder) await pipeline(upstream.body, decoder, sse, raw);
       else await pipeline(upstream.body, sse, raw);
     } else {
@@ -297,20 +420,26 @@ async function forwardFiltered(f: Forwarding, filter: ListFilter): Promise<void>
     }
   } catch (error) {
     f.log.debug(
-      { reqId: http.id, proxy: runtime.id, err: (error as Error).message },
+      { reqId: http.id, proxy: exchange.runtime.id, err: (error as Error).message },
       'stream ended early',
     );
     decoder?.destroy();
     discard(upstream.body);
+    const failure = failureOf(error) ?? (filtering ? 'unfilterable' : 'connection_lost');
     if (raw.headersSent) {
+      exchange.upstreamFailure = failure;
       raw.destroy();
+    } else if (raw.destroyed) {
+      exchange.upstreamFailure = 'client_closed';
+    } else if (failure === 'answer_budget') {
+      const reason = 'buffered answers at limits.max_buffered_answer_bytes';
+      answerUnavailable(f, failure, reason, BUFFERED_ANSWERS_FULL, '1');
     } else {
       // Only a list being read for filtering fails before its headers went out.
       exchange.decision = 'upstream_error';
-      exchange.reason = error instanceof ListTooLarge ? error.message : 'unreadable list result';
+      exchange.reason = error instanceof ExchangeFailure ? error.message : 'unreadable list result';
+      exchange.upstreamFailure = failure;
       http.sendJson(502, jsonRpcError(f.id, -32000, 'Upstream list could not be filtered'));
     }
   }
-  raw.off('close', onClientGone);
-  f.finish(exchange);
 }

@@ -57,7 +57,11 @@ describe('configuration', () => {
     expect(config.limits).toEqual({
       maxRequestBodyBytes: 2048,
       maxInflightRequestBytes: 64 * 1024 * 1024,
+      maxBufferedAnswerBytes: 128 * 1024 * 1024,
       idleTimeoutMs: 120_000,
+      upstreamConnections: 128,
+      upstreamQueueLength: 128,
+      upstreamQueueTimeoutMs: 5_000,
     });
     expect(config.gatewayUrl).toBe('https://gw.example.com');
     expect(config.keyManagers).toEqual([
