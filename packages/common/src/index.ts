@@ -7,6 +7,7 @@ export {
 } from './app.js';
 export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
 export { batchedStdout, exitOnceLogged } from './batched-stdout.js';
+export { clientNetwork, IPV4_NETWORK_PREFIX, IPV6_NETWORK_PREFIX } from './client-address.js';
 export {
   ConfigError,
   type ConfigProblem,
@@ -38,6 +39,7 @@ export {
   scimError,
   scimErrorBody,
 } from './errors.js';
+export { FairPool, type FairPoolLimits } from './fair-pool.js';
 export { type HealthOptions, registerHealthRoutes } from './health.js';
 export { escapeHtml, setHtmlSecurityHeaders } from './html.js';
 export {

@@ -21,6 +21,12 @@ export {
 } from './inspector.js';
 export { lineLogger } from './line-logger.js';
 export {
+  type LoopbackClient,
+  type LoopbackResponse,
+  loopbackAddresses,
+  loopbackClient,
+} from './loopback-clients.js';
+export {
   type LoadBalancerOptions,
   nginxMissing,
   startLoadBalancer,
