@@ -107,8 +107,6 @@ const DEFAULT_ACCESS_TTL = 3600;
 const DEFAULT_REFRESH_TTL = 86_400;
 /** A login form can be submitted for this long after it was rendered. */
 const LOGIN_FORM_TTL = 600;
-/** Rendered, not yet submitted login forms kept at most (each holds a transaction row). */
-const MAX_PENDING_LOGINS = 10_000;
 // Browsers keep sockets they opened in advance; they never go idle, so close cuts them.
 const CLOSE_GRACE_MS = 2000;
 
@@ -116,7 +114,10 @@ type Core = IdpAdmin & { db: Db; tokens: TokenService; grants: GrantStore; locat
 
 function createCore(
   dataDir: string,
-  options: Pick<IdpOptions, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'now'> & {
+  options: Pick<
+    IdpOptions,
+    'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'now' | 'limits'
+  > & {
     create?: boolean;
     /** Whether the current request is the only one the server is serving. */
     alone?: () => boolean;
@@ -127,7 +128,12 @@ function createCore(
   const nowSeconds = () => Math.floor(nowMs() / 1000);
   const accessTtl = options.accessTokenTtlSeconds ?? DEFAULT_ACCESS_TTL;
   const db = openDatabase(dataDir, { create: options.create ?? true });
-  const apps = new AppStore(db);
+  const apps = new AppStore(db, {
+    now: nowSeconds,
+    ...(options.limits?.unusedClientTtlSeconds === undefined
+      ? {}
+      : { unusedClientTtlSeconds: options.limits.unusedClientTtlSeconds }),
+  });
   const keys = new KeyStore(db, accessTtl, nowSeconds);
   const locations = new Locations(urls.base);
   const now = () => new Date(nowMs());
@@ -196,6 +202,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
   let publicUrl = '';
   let issuer = '';
   let inFlight = 0;
+  const limits = { ...DEFAULT_OAUTH_LIMITS, ...options.limits };
   const core = createCore(
     options.dataDir,
     { ...options, alone: () => inFlight === 1 },
@@ -259,7 +266,9 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       grants: core.grants,
       transactions: new LoginTransactions(core.db, {
         ttlSeconds: LOGIN_FORM_TTL,
-        maxPending: MAX_PENDING_LOGINS,
+        maxPending: limits.maxPendingLogins,
+        perNetwork: limits.pendingLoginsPerNetwork,
+        perClient: limits.pendingLoginsPerClient,
         now: () => Math.floor((options.now ?? Date.now)() / 1000),
       }),
       keys: core.keys,
@@ -269,7 +278,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       baseUrl: () => publicUrl,
       knownScopes: KNOWN_SCOPES,
       secureCookies: !options.http,
-      limits: { ...DEFAULT_OAUTH_LIMITS, ...options.limits },
+      limits,
       clock: options.now ?? Date.now,
     });
     await app.register(scimRoutes, {

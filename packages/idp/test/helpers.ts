@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '@mcp-identity/common';
-import { useTempDir } from '@mcp-identity/common/testing';
+import { type LoopbackClient, loopbackClient, useTempDir } from '@mcp-identity/common/testing';
 import { KNOWN_SCOPES, type RunningIdp, startIdp } from '@mcp-identity/idp';
 import { afterAll } from 'vitest';
 
@@ -74,7 +74,9 @@ export async function startTestIdp(
     // Tests sign in and register clients far more often than a person would.
     limits: {
       registrationsPerIpPerHour: 10_000,
+      registrationsPerNetworkPerHour: 10_000,
       authorizeRequestsPerIpPerMinute: 10_000,
+      authorizeRequestsPerNetworkPerMinute: 10_000,
       loginAttemptsPerIp: 10_000,
       ...extra.limits,
     },
@@ -126,6 +128,18 @@ export function userBody(userName: string, extra: Record<string, unknown> = {}) 
 }
 
 export const TEST_REDIRECT_URI = 'http://127.0.0.1:8765/callback';
+
+/** `Content-Type` values that are no `type/subtype` (RFC 9110 §8.3.1). */
+export const MALFORMED_CONTENT_TYPES = [
+  'foo',
+  'application/',
+  '/json',
+  'a b/c',
+  ';',
+  'application/json/x',
+  '=; charset=utf-8',
+  'text/ plain',
+];
 
 export type UserTokens = {
   access_token: string;
@@ -246,4 +260,108 @@ export async function createUserWithRole(
   });
   if (role.status !== 201) throw new Error(`role creation failed: ${role.text}`);
   return { userId, roleId: role.body.id as string };
+}
+
+/** A login form as a browser at one address holds it: what it posts back, and its cookie. */
+export type PendingLogin = {
+  status: number;
+  params: Record<string, string>;
+  verifier: string;
+  csrf?: string;
+  cookie?: string;
+};
+
+/** GETs the login page for `clientId` from `client`'s address. */
+export async function openLoginForm(
+  idp: RunningIdp,
+  client: LoopbackClient,
+  clientId: string,
+): Promise<PendingLogin> {
+  const { verifier, params } = authorizeRequest(clientId, 'internal_login');
+  const page = await client.send(`${idp.url}/oauth2/authorize?${new URLSearchParams(params)}`);
+  const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.text)?.[1];
+  const cookie = page.headers['set-cookie']?.[0]?.split(';')[0];
+  return { status: page.status, params, verifier, ...(csrf && cookie ? { csrf, cookie } : {}) };
+}
+
+/** Posts a form from `openLoginForm`; returns the status and the code it redirected with. */
+export async function submitLoginForm(
+  idp: RunningIdp,
+  client: LoopbackClient,
+  form: PendingLogin,
+  credentials: { userName: string; password: string },
+): Promise<{ status: number; code?: string }> {
+  const response = await client.send(`${idp.url}/oauth2/authorize`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(form.cookie ? { cookie: form.cookie } : {}),
+    },
+    body: new URLSearchParams({
+      ...form.params,
+      csrf_token: form.csrf ?? '',
+      username: credentials.userName,
+      password: credentials.password,
+    }).toString(),
+  });
+  const location = response.headers.location;
+  const code = location ? new URL(location).searchParams.get('code') : null;
+  return { status: response.status, ...(code ? { code } : {}) };
+}
+
+/**
+ * Signs a user in from `client`'s address as a browser and its MCP client would: the login
+ * page, the form, the code exchange. Returns each step's status (0: not reached).
+ */
+export async function signInFrom(
+  idp: RunningIdp,
+  client: LoopbackClient,
+  clientId: string,
+  credentials: { userName: string; password: string },
+): Promise<{ page: number; login: number; token: number }> {
+  const form = await openLoginForm(idp, client, clientId);
+  if (!form.csrf) return { page: form.status, login: 0, token: 0 };
+  const login = await submitLoginForm(idp, client, form, credentials);
+  if (!login.code) return { page: form.status, login: login.status, token: 0 };
+  const token = await client.send(`${idp.url}/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: login.code,
+      client_id: clientId,
+      redirect_uri: TEST_REDIRECT_URI,
+      code_verifier: form.verifier,
+    }).toString(),
+  });
+  return { page: form.status, login: login.status, token: token.status };
+}
+
+/** Registers a public client from `client`'s address; returns the response. */
+export function registerFrom(idp: RunningIdp, client: LoopbackClient, name = 'client') {
+  return client.send(`${idp.url}/oauth2/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [TEST_REDIRECT_URI], client_name: name }),
+  });
+}
+
+/** The client id of a registration from `client`'s address that must succeed. */
+export async function registeredFrom(
+  idp: RunningIdp,
+  client: LoopbackClient,
+  name?: string,
+): Promise<string> {
+  const response = await registerFrom(idp, client, name);
+  if (response.status !== 201) throw new Error(`registration failed: ${response.status}`);
+  return (JSON.parse(response.text) as { client_id: string }).client_id;
+}
+
+/** Loopback clients at `addresses`, closed after the test file. */
+export function clientsAt(addresses: readonly string[]): LoopbackClient[] {
+  const clients = addresses.map(loopbackClient);
+  afterAll(() => {
+    for (const client of clients) client.close();
+  });
+  return clients;
 }

@@ -6,7 +6,7 @@ import {
   secretMatcher,
   verifySecret,
 } from '@mcp-identity/common';
-import { type Db, statement } from './db.js';
+import { type Db, inTransaction, statement } from './db.js';
 import { ReadCache } from './read-cache.js';
 
 /**
@@ -36,6 +36,8 @@ export type Application = {
   redirectUris: string[];
   /** Public clients (no secret) registered through RFC 7591. */
   dynamic: boolean;
+  /** Whether a token was ever issued to it: a dynamic client never used expires. */
+  used: boolean;
   confidential: boolean;
   createdAt: number;
 };
@@ -50,6 +52,8 @@ export type CreateApplicationInput = {
   /** A public client has no secret and authenticates with PKCE only. */
   public?: boolean;
   dynamic?: boolean;
+  /** The network (`clientNetwork`) a dynamic client was registered from. */
+  registeredFrom?: string;
 };
 
 type AppRow = {
@@ -60,6 +64,7 @@ type AppRow = {
   scopes: string;
   redirect_uris: string;
   dynamic: number;
+  used_at: number | null;
   created_at: number;
 };
 
@@ -89,12 +94,23 @@ function toApplication(row: AppRow): Application {
     scopes: Object.freeze(JSON.parse(row.scopes)) as string[],
     redirectUris: Object.freeze(JSON.parse(row.redirect_uris)) as string[],
     dynamic: row.dynamic === 1,
+    used: row.used_at !== null,
     confidential: row.secret_hash !== null,
     createdAt: row.created_at,
   });
 }
 
 type StoredApplication = { app: Application; secretHash: string | null };
+
+/** How long a dynamic client that never obtained a token is kept: a day, as Area A's clients. */
+export const UNUSED_CLIENT_TTL_SECONDS = 24 * 60 * 60;
+
+export type AppStoreOptions = {
+  /** Seconds since the epoch. Default: the system clock. */
+  now?: () => number;
+  /** A dynamic client without a token is gone this long after registering. */
+  unusedClientTtlSeconds?: number;
+};
 
 /** OAuth client applications; secrets are stored as scrypt hashes and shown once. */
 export class AppStore {
@@ -110,8 +126,16 @@ export class AppStore {
   /** Applications by client id, read again after any write to the database. */
   private readonly rows: ReadCache<string, StoredApplication | undefined>;
 
-  constructor(private readonly db: Db) {
+  private readonly now: () => number;
+  private readonly unusedTtl: number;
+
+  constructor(
+    private readonly db: Db,
+    options: AppStoreOptions = {},
+  ) {
     this.rows = new ReadCache(db, 256);
+    this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
+    this.unusedTtl = options.unusedClientTtlSeconds ?? UNUSED_CLIENT_TTL_SECONDS;
   }
 
   async create(
@@ -129,8 +153,8 @@ export class AppStore {
     const secretHash = clientSecret === undefined ? null : await hashSecret(clientSecret);
     statement(
       this.db,
-      `INSERT INTO apps (client_id, name, secret_hash, grant_types, scopes, redirect_uris, dynamic, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO apps (client_id, name, secret_hash, grant_types, scopes, redirect_uris, dynamic, created_at, registered_from)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       clientId,
       input.name,
@@ -139,7 +163,8 @@ export class AppStore {
       JSON.stringify(input.scopes ?? []),
       JSON.stringify(input.redirectUris ?? []),
       input.dynamic ? 1 : 0,
-      Math.floor(Date.now() / 1000),
+      this.now(),
+      input.registeredFrom ?? null,
     );
     const app = this.get(clientId)!;
     return clientSecret === undefined ? { app } : { app, clientSecret };
@@ -149,13 +174,19 @@ export class AppStore {
     return this.stored(clientId)?.app;
   }
 
+  /** An expired dynamic client is not found, whether or not it has been removed yet. */
   private stored(clientId: string): StoredApplication | undefined {
-    return this.rows.get(clientId, () => {
+    const stored = this.rows.get(clientId, () => {
       const row = statement(this.db, 'SELECT * FROM apps WHERE client_id = ?').get(clientId) as
         | AppRow
         | undefined;
       return row && { app: toApplication(row), secretHash: row.secret_hash };
     });
+    return stored && !this.expired(stored.app) ? stored : undefined;
+  }
+
+  private expired(app: Application): boolean {
+    return app.dynamic && !app.used && app.createdAt <= this.now() - this.unusedTtl;
   }
 
   list(): Application[] {
@@ -163,7 +194,7 @@ export class AppStore {
       this.db,
       'SELECT * FROM apps ORDER BY created_at, name',
     ).all() as AppRow[];
-    return rows.map(toApplication);
+    return rows.map(toApplication).filter((app) => !this.expired(app));
   }
 
   /** Clients registered through RFC 7591 (bounded by the registration endpoint). */
@@ -171,6 +202,49 @@ export class AppStore {
     return (
       statement(this.db, 'SELECT count(*) AS n FROM apps WHERE dynamic = 1').get() as { n: number }
     ).n;
+  }
+
+  /** Records a dynamic client's first token: from then on it does not expire or get evicted. */
+  markUsed(app: Application): void {
+    if (!app.dynamic || app.used) return;
+    statement(this.db, 'UPDATE apps SET used_at = ? WHERE client_id = ? AND used_at IS NULL').run(
+      this.now(),
+      app.clientId,
+    );
+  }
+
+  /**
+   * Makes room for one more dynamic client under `cap`: removes the expired ones, then, while
+   * the cap is reached, the oldest never-used client of the network that registered the most
+   * of them, so a flood of registrations evicts its own clients before anyone else's. False
+   * when only used clients are left.
+   */
+  makeRoomForDynamic(cap: number): boolean {
+    return inTransaction(this.db, () => {
+      statement(
+        this.db,
+        'DELETE FROM apps WHERE dynamic = 1 AND used_at IS NULL AND created_at <= ?',
+      ).run(this.now() - this.unusedTtl);
+      // count(*) of the whole table is answered from the b-tree without reading rows, and it
+      // bounds the dynamic clients from above: the exact count only once it reaches the cap.
+      const total = () =>
+        (statement(this.db, 'SELECT count(*) AS n FROM apps').get() as { n: number }).n;
+      while (total() >= cap && this.countDynamic() >= cap) {
+        const heaviest = statement(
+          this.db,
+          `SELECT registered_from AS network FROM apps WHERE dynamic = 1 AND used_at IS NULL
+             GROUP BY registered_from ORDER BY count(*) DESC, min(created_at) LIMIT 1`,
+        ).get() as { network: string | null } | undefined;
+        if (!heaviest) return false;
+        statement(
+          this.db,
+          `DELETE FROM apps WHERE rowid = (SELECT rowid FROM apps
+             WHERE dynamic = 1 AND used_at IS NULL AND registered_from IS ?
+             ORDER BY created_at, rowid LIMIT 1)`,
+        ).run(heaviest.network);
+      }
+      return true;
+    });
   }
 
   delete(clientId: string): boolean {

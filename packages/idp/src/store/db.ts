@@ -123,6 +123,7 @@ CREATE TABLE IF NOT EXISTS login_transactions (
   params TEXT NOT NULL,
   expires_at INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS login_transactions_expiry ON login_transactions (expires_at);
 `;
 
 /**
@@ -137,13 +138,30 @@ const ADDED_COLUMNS: readonly [string, string, string, string?][] = [
   ['auth_codes', 'resource', 'TEXT'],
   ['refresh_tokens', 'resource', 'TEXT'],
   ['groups_', 'external_id', 'TEXT'],
+  // Dynamic clients: the network that registered them and their first token request. A client
+  // that left a refresh token or a redeemed code was used before this was recorded.
+  ['apps', 'registered_from', 'TEXT'],
+  [
+    'apps',
+    'used_at',
+    'INTEGER',
+    `UPDATE apps SET used_at = created_at WHERE dynamic = 1 AND (
+       client_id IN (SELECT client_id FROM refresh_tokens)
+       OR client_id IN (SELECT client_id FROM auth_codes WHERE redeemed = 1))`,
+  ],
+  ['login_transactions', 'network', "TEXT NOT NULL DEFAULT ''"],
+  ['login_transactions', 'client_id', "TEXT NOT NULL DEFAULT ''"],
 ];
 
-// A deleted or disabled user keeps no refresh token or pending code, whichever path (SCIM,
-// Bulk, /Me, the CLI) removed or disabled them.
+// Indexes on added columns, and triggers: a deleted or disabled user keeps no refresh token or
+// pending code, whichever path (SCIM, Bulk, /Me, the CLI) removed or disabled them.
 const TRIGGERS = `
 CREATE INDEX IF NOT EXISTS refresh_tokens_family ON refresh_tokens (family_id);
 CREATE INDEX IF NOT EXISTS refresh_tokens_user ON refresh_tokens (user_id);
+CREATE INDEX IF NOT EXISTS apps_unused_by_network ON apps (registered_from, created_at)
+  WHERE dynamic = 1 AND used_at IS NULL;
+CREATE INDEX IF NOT EXISTS apps_unused_by_age ON apps (created_at)
+  WHERE dynamic = 1 AND used_at IS NULL;
 CREATE TRIGGER IF NOT EXISTS users_deleted_revoke AFTER DELETE ON users BEGIN
   DELETE FROM refresh_tokens WHERE user_id = OLD.id;
   DELETE FROM auth_codes WHERE user_id = OLD.id;

@@ -1,9 +1,11 @@
 import {
   AUTHORIZATION_REQUEST_PARAMETERS,
+  clientNetwork,
   FixedWindowThrottle,
   isRedirectUriAllowed,
   OAuthError,
   type OAuthErrorCode,
+  reserveAll,
   setHtmlSecurityHeaders,
 } from '@mcp-identity/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -50,20 +52,28 @@ export type AuthorizeFlow = ReturnType<typeof createAuthorizeFlow>;
 /** What the authorize page (GET) and the login post share: limits, validation, rendering. */
 export function createAuthorizeFlow(options: OAuthRouteOptions) {
   const { apps, resources, tokens, transactions, limits, clock } = options;
-  // Each rendered form holds a transaction row, so one address cannot fill the table.
+  // Each rendered form costs a transaction row: counted by address and by network.
   const formsPerIp = new FixedWindowThrottle({
     limit: limits.authorizeRequestsPerIpPerMinute,
     windowMs: 60_000,
     clock,
   });
+  const formsPerNetwork = new FixedWindowThrottle({
+    limit: limits.authorizeRequestsPerNetworkPerMinute,
+    windowMs: 60_000,
+    clock,
+  });
 
-  /** A 429 page when the address has rendered too many forms this minute; counted either way. */
+  /** A 429 page when the address or its network has rendered too many forms this minute. */
   const refuseOverLimit = (request: FastifyRequest, reply: FastifyReply) => {
-    const decision = formsPerIp.reserve(request.ip);
+    const decision = reserveAll([
+      [formsPerIp, request.ip],
+      [formsPerNetwork, clientNetwork(request.ip)],
+    ]);
     if (decision.allowed) return undefined;
     reply.header('retry-after', String(decision.retryAfterSeconds));
     return setHtmlSecurityHeaders(reply.code(429)).send(
-      errorPage('Too many sign-in requests from your address. Try again in a minute.'),
+      errorPage('Too many sign-in requests from your address or network. Try again in a minute.'),
     );
   };
 
@@ -112,12 +122,7 @@ export function createAuthorizeFlow(options: OAuthRouteOptions) {
     error?: string,
     userName?: string,
   ) => {
-    const csrf = transactions.open(params);
-    if (!csrf) {
-      return setHtmlSecurityHeaders(reply.code(503)).send(
-        errorPage('Too many sign-ins are in progress. Try again later.'),
-      );
-    }
+    const csrf = transactions.open(params, clientNetwork(reply.request.ip));
     const secure = options.secureCookies ? '; Secure' : '';
     reply.header(
       'set-cookie',

@@ -1,4 +1,10 @@
-import { FixedWindowThrottle, oauthError, oauthTooManyRequests } from '@mcp-identity/common';
+import {
+  clientNetwork,
+  FixedWindowThrottle,
+  oauthError,
+  oauthTooManyRequests,
+  reserveAll,
+} from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
 import { MAX_REGISTRATION_BYTES, readClientMetadata } from '../registration.js';
 import type { OAuthRouteOptions } from './options.js';
@@ -13,19 +19,28 @@ export function registerRegistrationRoute(app: FastifyInstance, options: OAuthRo
     windowMs: 3_600_000,
     clock,
   });
+  const registrationsPerNetwork = new FixedWindowThrottle({
+    limit: limits.registrationsPerNetworkPerHour,
+    windowMs: 3_600_000,
+    clock,
+  });
   app.post('/oauth2/register', { bodyLimit: MAX_REGISTRATION_BYTES }, async (request, reply) => {
+    const network = clientNetwork(request.ip);
     // Counted before any work, so parallel requests cannot all slip under the limit.
-    const decision = registrationsPerIp.reserve(request.ip);
+    const decision = reserveAll([
+      [registrationsPerIp, request.ip],
+      [registrationsPerNetwork, network],
+    ]);
     if (!decision.allowed) {
       return oauthTooManyRequests(
         reply,
         decision.retryAfterSeconds,
-        'Too many client registrations from this address; try again later.',
+        'Too many client registrations from your address or network; try again later.',
       );
     }
     const read = readClientMetadata(readJsonObject(request));
     if (!read.ok) return oauthError(reply, 400, read.problem.error, read.problem.description);
-    if (apps.countDynamic() >= limits.maxDynamicClients) {
+    if (!apps.makeRoomForDynamic(limits.maxDynamicClients)) {
       return oauthError(
         reply,
         503,
@@ -42,6 +57,7 @@ export function registerRegistrationRoute(app: FastifyInstance, options: OAuthRo
       grantTypes: ['authorization_code', 'refresh_token'],
       scopes: intersect(requested, knownScopes),
       redirectUris: metadata.redirectUris,
+      registeredFrom: network,
     });
     return reply
       .code(201)

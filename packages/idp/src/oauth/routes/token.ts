@@ -101,6 +101,7 @@ export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOpti
       ...(resource ? { audiences: [resource.identifier] } : {}),
     });
     grants.recordAccessToken(familyId, claims.jti, claims.exp);
+    apps.markUsed(client);
     const scope = scopes.join(' ');
     const refreshToken = client.grantTypes.includes('refresh_token')
       ? grants.issueRefreshToken({
