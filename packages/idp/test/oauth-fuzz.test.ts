@@ -1,6 +1,14 @@
-import { seededRandom } from '@mcp-identity/common/testing';
+import { lineLogger, seededRandom } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
-import { ADMIN_CLIENT, registerClient, startTestIdp, TEST_REDIRECT_URI } from './helpers.js';
+import {
+  ADMIN_CLIENT,
+  createUserWithRole,
+  MALFORMED_CONTENT_TYPES,
+  registerClient,
+  signIn,
+  startTestIdp,
+  TEST_REDIRECT_URI,
+} from './helpers.js';
 
 const SEED = 20_260_124;
 const REQUESTS = 600;
@@ -30,7 +38,8 @@ const KEYS = [
 ];
 
 describe('OAuth surface fuzz', async () => {
-  const idp = await startTestIdp();
+  const lines: Record<string, unknown>[] = [];
+  const idp = await startTestIdp({ logger: lineLogger((line) => lines.push(line)) });
   const clientId = await registerClient(idp);
   const next = seededRandom(SEED);
   const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)]!;
@@ -83,7 +92,16 @@ describe('OAuth surface fuzz', async () => {
         type: pick(['text/plain', 'application/xml', '', 'multipart/form-data']),
         payload: text(),
       }),
+      () => ({ type: pick(MALFORMED_CONTENT_TYPES), payload: wellFormed() }),
       () => ({}),
+    ])();
+  /** A body the endpoints would act on with the right media type. */
+  const wellFormed = () =>
+    pick([
+      () => form().toString(),
+      () => `grant_type=client_credentials&client_id=${ADMIN_CLIENT.clientId}`,
+      () => `token=${idp.adminToken}`,
+      () => JSON.stringify({ redirect_uris: [TEST_REDIRECT_URI], client_name: text() }),
     ])();
   const authorization = (): Record<string, string> =>
     pick([
@@ -140,4 +158,37 @@ describe('OAuth surface fuzz', async () => {
     }
     expect(failures).toEqual([]);
   }, 120_000);
+
+  it(`refuses ${REQUESTS / 4} bodies under malformed Content-Types with a 4xx, changing nothing`, async () => {
+    await createUserWithRole(idp, 'fuzzed', 'Fuzzed-pass1', ['internal_login']);
+    const clients = idp.admin.apps.countDynamic();
+    const errorsBefore = lines.filter((line) => Number(line.level) >= 50).length;
+    const adminBasic = {
+      authorization: `Basic ${Buffer.from(`${ADMIN_CLIENT.clientId}:${ADMIN_CLIENT.clientSecret}`).toString('base64')}`,
+    };
+    const failures: string[] = [];
+    for (let i = 0; i < REQUESTS / 4; i++) {
+      const [, path] = pick(ENDPOINTS.filter(([method]) => method === 'POST'));
+      const type = pick(MALFORMED_CONTENT_TYPES);
+      const response = await fetch(`${idp.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': type, ...pick([{}, adminBasic]) },
+        body: wellFormed(),
+        redirect: 'manual',
+      });
+      const body = await response.text();
+      if (response.status < 400 || response.status >= 500 || !body.includes('"error"')) {
+        failures.push(`#${i} ${path} ${JSON.stringify(type)} → ${response.status}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(idp.admin.apps.countDynamic()).toBe(clients);
+    expect(lines.filter((line) => Number(line.level) >= 50)).toHaveLength(errorsBefore);
+    // The admin token was sent for revocation under every malformed type: it still works, and
+    // a person still signs in.
+    expect((await idp.scim('GET', '/Users?count=1')).status).toBe(200);
+    await expect(
+      signIn(idp, { userName: 'fuzzed', password: 'Fuzzed-pass1' }, 'internal_login'),
+    ).resolves.toMatchObject({ scope: expect.any(String) });
+  }, 60_000);
 });
