@@ -11,9 +11,11 @@ import {
   loadConfig,
   renderConfigHelp,
 } from '@mcp-identity/common';
-import { type Agent, fetch } from 'undici';
+import type { Agent } from 'undici';
 import { clientConfiguration, MCP_CLIENTS, type McpClientName } from './connect.js';
 import { renderDemo, runDemo } from './demo.js';
+import { checkHealth } from './health-check.js';
+import type { HealthPolicy } from './health-monitor.js';
 import { createProgress } from './progress.js';
 import {
   callToolThroughGateway,
@@ -28,6 +30,7 @@ import { projectRoot } from './stack/project-root.js';
 import { isStackSecrets, readStackSecrets, type StackSecrets } from './stack/secrets.js';
 import { type RunningStack, startStack } from './stack/start.js';
 import { isAlive, readRunningStack, type StackState } from './stack/state.js';
+import { renderStatus } from './stack/status-report.js';
 import { renderSummary, type StackFlags } from './stack/summary.js';
 
 export { scopesForTool };
@@ -114,9 +117,30 @@ function portsOf(
   return Object.fromEntries(chosen) as StackPorts;
 }
 
+/** How the supervisor checks running services (README, *The supervisor*). */
+const HEALTH = {
+  healthIntervalMs: {
+    type: 'integer',
+    description:
+      'Milliseconds between two health checks of a running service (each waits as long for its answer)',
+    env: 'MCP_IDENTITY_HEALTH_INTERVAL_MS',
+    default: 5_000,
+    schema: { minimum: 100 },
+  },
+  unhealthyAfterMs: {
+    type: 'integer',
+    description:
+      'A running service whose health checks fail for this many milliseconds is killed and restarted',
+    env: 'MCP_IDENTITY_UNHEALTHY_AFTER_MS',
+    default: 30_000,
+    schema: { minimum: 100 },
+  },
+} as const;
+
 const UP = defineConfig({
   dataDir: DATA_DIR,
   ...PORTS,
+  ...HEALTH,
   detach: {
     type: 'boolean',
     description: 'Start in the background; "mcp-identity down" stops it',
@@ -212,12 +236,16 @@ async function up(argv: string[], io: Io): Promise<number> {
   }
   const dataDir = dataDirOf(config.values.dataDir, config.sources.dataDir);
   const ports = portsOf(config);
+  const health: HealthPolicy = {
+    intervalMs: config.values.healthIntervalMs,
+    unhealthyAfterMs: config.values.unhealthyAfterMs,
+  };
   const detached = process.env[DETACHED_ENV] === '1';
-  if (config.values.detach && !detached) return launchDetached(dataDir, ports, io);
+  if (config.values.detach && !detached) return launchDetached(dataDir, ports, health, io);
 
   const progress = createProgress(io.err);
   progress.info(`Starting mcp-identity (data in ${dataDir})`);
-  const stack = await startStack({ dataDir, ports, progress, detached });
+  const stack = await startStack({ dataDir, ports, progress, detached, health });
   const summary = renderSummary(stack, {
     detached,
     defaultDataDir: defaultDataDir(),
@@ -274,16 +302,27 @@ async function stopReason(
  * output in `logs/supervisor.log`), prints the summary once the stack is up,
  * and returns; `down` stops it.
  */
-async function launchDetached(dataDir: string, ports: StackPorts, io: Io): Promise<number> {
+async function launchDetached(
+  dataDir: string,
+  ports: StackPorts,
+  health: HealthPolicy,
+  io: Io,
+): Promise<number> {
   const logFile = join(dataDir, 'logs', 'supervisor.log');
   mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
   const log = openSync(logFile, 'a');
   const portArgs = (Object.entries(STACK_FLAGS.ports) as [keyof StackPorts, string][]).flatMap(
     ([key, flag]) => [flag, String(ports[key])],
   );
+  const healthArgs = [
+    commandLineFlag('healthIntervalMs', HEALTH.healthIntervalMs) as string,
+    String(health.intervalMs),
+    commandLineFlag('unhealthyAfterMs', HEALTH.unhealthyAfterMs) as string,
+    String(health.unhealthyAfterMs),
+  ];
   const child = spawn(
     process.execPath,
-    [CLI_BIN, 'up', STACK_FLAGS.dataDir, dataDir, ...portArgs],
+    [CLI_BIN, 'up', STACK_FLAGS.dataDir, dataDir, ...portArgs, ...healthArgs],
     {
       detached: true,
       stdio: ['ignore', log, log, 'ipc'],
@@ -358,42 +397,15 @@ async function status(argv: string[], io: Io): Promise<number> {
     }),
   );
   await dispatcher.close();
-  io.out.write(
-    `Stack in ${dataDir}: supervisor pid ${state.supervisorPid}${state.detached ? ' (background)' : ''}, started ${state.startedAt}\n\n`,
-  );
-  const table = [
-    ['SERVICE', 'STATE', 'PID', 'RESTARTS', 'HEALTH'],
-    ...rows.map((row) => [
-      row.name,
-      row.state,
-      row.pid === undefined ? '-' : String(row.pid),
-      String(row.restarts),
-      row.health,
-    ]),
-  ];
-  const widths = table[0]?.map((_, column) =>
-    Math.max(...table.map((r) => r[column]?.length ?? 0)),
-  );
-  for (const row of table) {
-    io.out.write(
-      `${row
-        .map((cell, i) => cell.padEnd(widths?.[i] ?? 0))
-        .join('  ')
-        .trimEnd()}\n`,
-    );
-  }
+  io.out.write(renderStatus(dataDir, state, rows));
   const allGood = rows.every((row) => row.state === 'running' && row.health === 'healthy');
   return allGood ? 0 : 1;
 }
 
 async function probeHealth(url: string, dispatcher: Agent): Promise<string> {
-  try {
-    const response = await fetch(url, { dispatcher, signal: AbortSignal.timeout(3000) });
-    await response.body?.cancel();
-    return response.ok ? 'healthy' : `HTTP ${response.status}`;
-  } catch {
-    return 'unreachable';
-  }
+  const problem = await checkHealth(url, { dispatcher, timeoutMs: 3000 });
+  if (problem === undefined) return 'healthy';
+  return problem.startsWith('HTTP ') ? problem : 'unreachable';
 }
 
 async function down(argv: string[], io: Io): Promise<number> {

@@ -1,5 +1,5 @@
-import { Agent, fetch } from 'undici';
-import { describeFetchError } from './stack/network.js';
+import { Agent } from 'undici';
+import { checkHealth } from './health-check.js';
 
 export interface HealthWaitOptions {
   /** Give up after this long. */
@@ -22,14 +22,9 @@ export async function waitForHealthy(url: string, options: HealthWaitOptions): P
   try {
     while (Date.now() < deadline) {
       options.signal?.throwIfAborted();
-      try {
-        const response = await fetch(url, { dispatcher, signal: AbortSignal.timeout(2000) });
-        await response.body?.cancel();
-        if (response.ok) return;
-        lastProblem = `HTTP ${response.status}`;
-      } catch (error) {
-        lastProblem = describeFetchError(error);
-      }
+      const problem = await checkHealth(url, { dispatcher, timeoutMs: 2000 });
+      if (problem === undefined) return;
+      lastProblem = problem;
       await new Promise((resolve) => setTimeout(resolve, delay));
       delay = Math.min(delay * 2, 500);
     }

@@ -2,6 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import {
+  type HealthFailure,
+  type HealthPolicy,
+  type HealthWatch,
+  watchHealth,
+} from './health-monitor.js';
 import { waitForHealthy } from './health-wait.js';
 
 export interface ServiceSpec {
@@ -25,9 +31,16 @@ export interface ServiceStatus {
   name: string;
   state: ServiceState;
   pid: number | undefined;
-  /** How many times the supervisor started the service again after it exited. */
+  /** How many times the supervisor started the service again (after it exited or hung). */
   restarts: number;
   lastExit?: { code: number | null; signal: string | null; at: string };
+  /**
+   * Why the last restart happened: the process exited, or it was killed as
+   * unhealthy; `detail` says it in words ("exited (SIGKILL)", "unhealthy for 30 s (…)").
+   */
+  lastRestart?: { reason: 'exited' | 'unhealthy'; detail: string; at: string };
+  /** Present while the running process fails its health checks: since when, and why. */
+  unhealthy?: { since: string; problem: string };
 }
 
 export interface RestartPolicy {
@@ -47,6 +60,8 @@ const DEFAULT_POLICY: RestartPolicy = {
   maxStartFailures: 5,
 };
 
+const DEFAULT_HEALTH: HealthPolicy = { intervalMs: 5_000, unhealthyAfterMs: 30_000 };
+
 export interface RunningService {
   readonly spec: ServiceSpec;
   /** The current process's id (it changes with each restart). */
@@ -63,6 +78,8 @@ export interface RunningService {
 
 export interface SupervisorOptions {
   restart?: Partial<RestartPolicy>;
+  /** How a running service is checked; one failing for `unhealthyAfterMs` is restarted. */
+  health?: Partial<HealthPolicy>;
   /** Restarts and give-ups are reported here, one line each. */
   log?: (line: string) => void;
 }
@@ -74,24 +91,27 @@ interface SupervisorEvents {
 
 /**
  * Starts each service as its own process, waits for its health URL, restarts
- * a service that exits (with backoff, logged and counted) and stops them in
- * reverse order. A service that fails its first start fails `start`; one that
- * later keeps failing to start again is given up (`gave-up`), which callers
- * treat as the stack failing.
+ * a service that exits or whose health URL keeps failing (with backoff, logged
+ * and counted) and stops them in reverse order. A service that fails its first
+ * start fails `start`; one that later keeps failing to start again is given up
+ * (`gave-up`), which callers treat as the stack failing.
  */
 export class Supervisor extends EventEmitter<SupervisorEvents> {
   private readonly running: ManagedService[] = [];
   private readonly policy: RestartPolicy;
+  /** How running services are checked (recorded in the stack's state file). */
+  readonly health: HealthPolicy;
   private readonly log: (line: string) => void;
 
   constructor(options: SupervisorOptions = {}) {
     super();
     this.policy = { ...DEFAULT_POLICY, ...options.restart };
+    this.health = { ...DEFAULT_HEALTH, ...options.health };
     this.log = options.log ?? (() => undefined);
   }
 
   async start(spec: ServiceSpec): Promise<RunningService> {
-    const service = new ManagedService(spec, this.policy, this.log, (status) => {
+    const service = new ManagedService(spec, this.policy, this.health, this.log, (status) => {
       this.emit('change', status);
       if (status.state === 'failed') this.emit('gave-up', status);
     });
@@ -122,6 +142,11 @@ class ManagedService implements RunningService {
   private state: ServiceState = 'starting';
   private restarts = 0;
   private lastExit: ServiceStatus['lastExit'];
+  private lastRestart: ServiceStatus['lastRestart'];
+  private healthWatch: HealthWatch | undefined;
+  private failure: HealthFailure | undefined;
+  /** Set when the supervisor killed the process as unhealthy: the restart's reason. */
+  private killedAsUnhealthy: string | undefined;
   private stopping = false;
   private quickRestarts = 0;
   private startFailures = 0;
@@ -135,6 +160,7 @@ class ManagedService implements RunningService {
   constructor(
     readonly spec: ServiceSpec,
     private readonly policy: RestartPolicy,
+    private readonly health: HealthPolicy,
     private readonly log: (line: string) => void,
     private readonly changed: (status: ServiceStatus) => void,
   ) {}
@@ -150,6 +176,15 @@ class ManagedService implements RunningService {
       pid: this.state === 'stopped' || this.state === 'failed' ? undefined : this.pid,
       restarts: this.restarts,
       ...(this.lastExit ? { lastExit: this.lastExit } : {}),
+      ...(this.lastRestart ? { lastRestart: this.lastRestart } : {}),
+      ...(this.failure
+        ? {
+            unhealthy: {
+              since: new Date(this.failure.since).toISOString(),
+              problem: this.failure.problem,
+            },
+          }
+        : {}),
     };
   }
 
@@ -190,7 +225,7 @@ class ManagedService implements RunningService {
     try {
       await waitForHealthy(spec.healthUrl, {
         timeoutMs: spec.startTimeoutMs ?? 60_000,
-        ca: typeof spec.ca === 'function' ? spec.ca() : spec.ca,
+        ca: this.ca(),
         signal: early.signal,
       });
     } catch (error) {
@@ -202,10 +237,54 @@ class ManagedService implements RunningService {
     this.readySince = Date.now();
     this.startFailures = 0;
     this.setState('running');
+    this.watchHealth(child);
+  }
+
+  private ca(): string | undefined {
+    return typeof this.spec.ca === 'function' ? this.spec.ca() : this.spec.ca;
+  }
+
+  /**
+   * A running process whose health URL keeps failing is hung (SIGSTOP, a
+   * deadlock, a busy loop) or broken: it is killed and restarted like one that
+   * crashed. SIGKILL, to its whole process group: a stopped process does not
+   * act on SIGTERM until it is continued, and the gateway's workers share the
+   * group.
+   */
+  private watchHealth(child: ChildProcess): void {
+    this.healthWatch = watchHealth(this.spec.healthUrl, {
+      policy: this.health,
+      ca: this.ca(),
+      changed: (failure) => {
+        this.failure = failure;
+        this.changed(this.status);
+      },
+      unhealthy: (failure) => {
+        if (child !== this.child || this.stopping || child.pid === undefined) return;
+        const seconds = Math.round((Date.now() - failure.since) / 1000);
+        this.killedAsUnhealthy = `unhealthy for ${seconds} s (${failure.problem})`;
+        this.log(`${this.spec.name} ${this.killedAsUnhealthy}: killing pid ${child.pid} (SIGKILL)`);
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // Already gone: its exit restarts it all the same.
+        }
+      },
+    });
+  }
+
+  private async stopHealthWatch(): Promise<void> {
+    const watch = this.healthWatch;
+    this.healthWatch = undefined;
+    this.failure = undefined;
+    await watch?.stop();
   }
 
   private onExit(child: ChildProcess, code: number | null, signal: string | null): void {
     if (child !== this.child) return;
+    void this.stopHealthWatch();
+    const unhealthy = this.killedAsUnhealthy;
+    this.killedAsUnhealthy = undefined;
     if (this.stopping) {
       this.setState('stopped');
       this.finish(code);
@@ -213,7 +292,13 @@ class ManagedService implements RunningService {
     }
     // An exit during a start-up is that start-up failing: `launch` reports it.
     if (this.state !== 'running') return;
-    this.log(`${this.spec.name} exited (${signal ?? `code ${code}`})`);
+    const at = new Date().toISOString();
+    if (unhealthy) {
+      this.lastRestart = { reason: 'unhealthy', detail: unhealthy, at };
+    } else {
+      this.lastRestart = { reason: 'exited', detail: `exited (${signal ?? `code ${code}`})`, at };
+      this.log(`${this.spec.name} ${this.lastRestart.detail}`);
+    }
     this.scheduleRestart();
   }
 
@@ -258,6 +343,7 @@ class ManagedService implements RunningService {
 
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
+    await this.stopHealthWatch();
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
     const child = this.child;

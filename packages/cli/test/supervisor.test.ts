@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createApp, createLogger } from '@mcp-identity/common';
 import { startTestServer, useTempDir } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
-import { Supervisor } from '../src/supervisor.js';
+import { type ServiceStatus, Supervisor } from '../src/supervisor.js';
 import { waitFor } from './support/wait.js';
 
 const tempDir = useTempDir();
@@ -111,5 +111,73 @@ describe('Supervisor', () => {
     expect(lines.filter((line) => / in \d+ ms$/.test(line)).map((l) => l.split(' in ')[1])).toEqual(
       ['10 ms', '20 ms', '40 ms'],
     );
+  });
+
+  it('kills a hung service (SIGSTOP) once its health checks failed for the configured time, and restarts it', async () => {
+    const health = { intervalMs: 250, unhealthyAfterMs: 1500 };
+    const lines: string[] = [];
+    const supervisor = new Supervisor({ log: (line) => lines.push(line), health });
+    const changes: ServiceStatus[] = [];
+    supervisor.on('change', (status) => changes.push(status));
+    const port = await freePort();
+    const service = await supervisor.start(toySpec('serve', port, join(tempDir(), 'hung.log')));
+    const firstPid = service.pid;
+    if (firstPid === undefined) throw new Error('no pid');
+    const stoppedAt = Date.now();
+    process.kill(firstPid, 'SIGSTOP');
+    try {
+      await waitFor(
+        () => service.status.state === 'running' && service.status.restarts === 1,
+        'the restart',
+      );
+    } finally {
+      // A failing test must not leave the stopped process behind.
+      if (service.status.restarts === 0) process.kill(firstPid, 'SIGKILL');
+    }
+    const killedAt = Date.parse(service.status.lastExit?.at ?? '');
+    // A check sent just before the SIGSTOP counts from its own start: at most one interval early.
+    expect(killedAt - stoppedAt).toBeGreaterThanOrEqual(
+      health.unhealthyAfterMs - health.intervalMs,
+    );
+    // The last check to fail waits one interval, and the next starts at most one interval later.
+    expect(killedAt - stoppedAt).toBeLessThan(
+      health.unhealthyAfterMs + 2 * health.intervalMs + 1000,
+    );
+    expect(service.status.lastExit).toMatchObject({ code: null, signal: 'SIGKILL' });
+    expect(service.status.lastRestart).toMatchObject({
+      reason: 'unhealthy',
+      detail: expect.stringMatching(/^unhealthy for \d s \(no answer within 0\.25 s\)$/),
+    });
+    expect(service.status.unhealthy).toBeUndefined();
+    // While it hung, the failure was reported (what `status` reads from the state file).
+    expect(changes.find((status) => status.unhealthy)?.unhealthy).toMatchObject({
+      problem: 'no answer within 0.25 s',
+    });
+    const answer = (await (await fetch(`http://127.0.0.1:${port}/pid`)).json()) as { pid: number };
+    expect(answer.pid).toBe(service.pid);
+    expect(lines).toEqual([
+      `toy ${service.status.lastRestart?.detail}: killing pid ${firstPid} (SIGKILL)`,
+      'toy: restart #1 in 250 ms',
+      `toy restarted (pid ${service.pid}, restart #1)`,
+    ]);
+    await supervisor.stopAll();
+  });
+
+  it('leaves a service alone that answers its health checks again before the limit', async () => {
+    const supervisor = new Supervisor({ health: { intervalMs: 100, unhealthyAfterMs: 60_000 } });
+    const changes: ServiceStatus[] = [];
+    supervisor.on('change', (status) => changes.push(status));
+    const service = await supervisor.start(
+      toySpec('serve', await freePort(), join(tempDir(), 'paused.log')),
+    );
+    const pid = service.pid ?? 0;
+    process.kill(pid, 'SIGSTOP');
+    await waitFor(() => service.status.unhealthy !== undefined, 'a failed health check');
+    process.kill(pid, 'SIGCONT');
+    await waitFor(() => service.status.unhealthy === undefined, 'the service to answer again');
+    expect(service.status).toMatchObject({ state: 'running', pid, restarts: 0 });
+    expect(changes.at(-1)?.unhealthy).toBeUndefined();
+    await supervisor.stopAll();
+    expect(await service.exited).toBe(0);
   });
 });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { AccountError, AccountStore } from '@mcp-identity/arazzo-mcp';
 import { ensureCertificateAuthority, ensureSelfSignedCertificate } from '@mcp-identity/common';
 import { stringify as stringifyYaml } from 'yaml';
+import type { HealthPolicy } from '../health-monitor.js';
 import type { Progress } from '../progress.js';
 import {
   type RestartPolicy,
@@ -28,6 +29,8 @@ export interface StackOptions {
   /** Recorded in the state file: started by `up --detach`. */
   detached?: boolean;
   restart?: Partial<RestartPolicy>;
+  /** How running services are checked, and after how long failing one is restarted. */
+  health?: Partial<HealthPolicy>;
 }
 
 export interface RunningStack {
@@ -60,6 +63,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   const { progress } = options;
   const supervisor = new Supervisor({
     restart: options.restart,
+    health: options.health,
     log: (line) => progress.info(`[${new Date().toISOString()}] ${line}`),
   });
   const recordState = () =>
@@ -68,6 +72,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       detached: options.detached ?? false,
       startedAt,
       ports: layout.ports,
+      health: supervisor.health,
       services: supervisor.statuses(),
     });
   const startedAt = new Date().toISOString();

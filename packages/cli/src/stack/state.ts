@@ -1,5 +1,6 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { HealthPolicy } from '../health-monitor.js';
 import type { ServiceStatus } from '../supervisor.js';
 import type { StackPorts } from './layout.js';
 
@@ -13,6 +14,8 @@ export interface StackState {
   detached: boolean;
   startedAt: string;
   ports: StackPorts;
+  /** How the supervisor checks the running services (absent in files of older versions). */
+  health?: HealthPolicy;
   services: ServiceStatus[];
 }
 
