@@ -1,14 +1,19 @@
 /**
- * Soak: the whole stack under `mcp-identity up --detach` (real supervisor, real
- * processes) takes mixed tool calls through the gateway for N minutes while one
- * service is killed (SIGKILL) every interval, in turn. Prints the calls made,
- * the failures inside each restart window (kill → the supervisor reports the
- * service running again, plus a short grace), failures outside any window, and
- * the IdP writes lost: every user whose create_user the stack acknowledged must
- * exist at the end.
+ * Soak (issues 36 and 37): the whole stack under `mcp-identity up --detach` (real supervisor,
+ * real processes) takes mixed tool calls for N minutes, through the gateway (Area B) and
+ * through Area A's own /mcp with an Area A token, while one service is killed (SIGKILL) every
+ * interval, in turn. Every call is classified from what came back (kit/call-class.ts:
+ * acknowledged, refused, failed, unknown) and counted in the kill window it ended in (kill →
+ * the supervisor reports the service running again, plus a short grace). Afterwards every
+ * create and delete is checked at the IdP itself: an acknowledged one must hold, a refused or
+ * failed one must not have happened.
+ *
+ * Exit code 1 when an acknowledged write was lost, a write said not applied was applied, or a
+ * call outside every kill window was not acknowledged.
  *
  *   npm run bench:soak
- *   npm run bench:soak -- --minutes 2 --kill-every 60 --workers 4
+ *   npm run bench:soak -- --minutes 2 --kill-every 60 --workers 4 --area-a-workers 2
+ *   npm run bench:soak -- --minutes 1 --kill-every 30 --kill idp,area-a
  */
 
 import { spawn } from 'node:child_process';
@@ -17,36 +22,68 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
-  callToolThroughGateway,
   clientCredentialsToken,
   readRunningStack,
   type ServiceStatus,
   type StackPorts,
   stackLayout,
 } from '@mcp-identity/cli';
+import { obtainTokenWithLoginForm } from '@mcp-identity/oauth';
+import { type Classified, classifyOutcome } from './kit/call-class.js';
+import { Cleanup } from './kit/cleanup.js';
+import { usersWithPrefix } from './kit/idp-users.js';
+import { benchArgs, numberOption } from './kit/options.js';
+import {
+  type Area,
+  type CallRecord,
+  checkWrites,
+  type KillWindow,
+  renderSoakReport,
+  tallyWindows,
+  type WriteRecord,
+} from './kit/soak-report.js';
+import { TokenKeeper } from './kit/token-keeper.js';
+import { callTool, type ToolCallOutcome } from './kit/tool-call.js';
 
-const { values: options } = parseArgs({
-  options: {
-    minutes: { type: 'string', default: '10' },
-    'kill-every': { type: 'string', default: '60' },
-    workers: { type: 'string', default: '4' },
-  },
+const args = benchArgs({
+  minutes: { type: 'string', default: '10' },
+  'kill-every': { type: 'string', default: '60' },
+  workers: { type: 'string', default: '4' },
+  'area-a-workers': { type: 'string', default: '2' },
+  kill: { type: 'string', default: 'gateway,scim-mcp,idp,area-a' },
 });
-const MINUTES = Number(options.minutes);
-const KILL_EVERY_MS = Number(options['kill-every']) * 1000;
-const WORKERS = Number(options.workers);
+const MINUTES = numberOption('minutes', args.minutes, 0.1);
+const KILL_EVERY_MS = numberOption('kill-every', args['kill-every'], 1) * 1000;
+const WORKERS: Record<Area, number> = {
+  B: numberOption('workers', args.workers, 1),
+  A: numberOption('area-a-workers', args['area-a-workers'], 0),
+};
 /** Calls still failing this long after the service is back count against its window. */
 const GRACE_MS = 2000;
-const SERVICES = ['gateway', 'scim-mcp', 'idp', 'area-a'] as const;
+/** A worker pauses after a call that was not acknowledged, as a client retrying would. */
+const PAUSE_AFTER_FAILURE_MS = 100;
+/** The services killed, in turn. */
+const SERVICES = (args.kill as string).split(',').filter(Boolean);
+for (const name of SERVICES) {
+  if (!['gateway', 'scim-mcp', 'idp', 'area-a'].includes(name)) {
+    process.stderr.write(`--kill takes gateway, scim-mcp, idp and area-a, not ${name}\n`);
+    process.exit(2);
+  }
+}
 const CLI = new URL('../../packages/cli/dist/bin.js', import.meta.url).pathname;
+const AREA_B_SCOPES = [
+  'internal_user_mgt_list',
+  'internal_user_mgt_view',
+  'internal_user_mgt_create',
+  'internal_user_mgt_delete',
+  'internal_group_mgt_view',
+];
 
-interface Window {
-  service: string;
-  killedAt: number;
-  backAt?: number;
-  failures: number;
+interface StackSecretsUsed {
+  clientApp: { clientId: string; clientSecret: string };
+  backendApp: { clientId: string; clientSecret: string };
+  areaAccount: { email: string; password: string };
 }
 
 async function freePorts(count: number): Promise<number[]> {
@@ -61,17 +98,19 @@ async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
-async function cli(args: string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString('utf8');
+async function cli(command: string[]): Promise<number | null> {
+  const child = spawn(process.execPath, [CLI, ...command], {
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
   const [code] = (await once(child, 'close')) as [number | null];
-  return { code, out };
+  return code;
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const cleanup = new Cleanup();
 const dataDir = mkdtempSync(join(tmpdir(), 'mcp-identity-soak-'));
+cleanup.add(() => rmSync(dataDir, { recursive: true, force: true }));
 const [idp, mcp, gatewayHttps, gatewayHttp, gatewayManagement, areaA] = await freePorts(6);
 const ports = { idp, mcp, gatewayHttps, gatewayHttp, gatewayManagement, areaA } as StackPorts;
 const portFlags = Object.entries({
@@ -83,141 +122,161 @@ const portFlags = Object.entries({
   '--area-a-port': areaA,
 }).flatMap(([flag, port]) => [flag, String(port)]);
 
-const started = await cli(['up', '--detach', '--data-dir', dataDir, ...portFlags]);
-if (started.code !== 0) throw new Error(`up --detach failed (exit ${started.code})`);
-const layout = stackLayout(dataDir, ports);
-const secrets = JSON.parse(readFileSync(join(dataDir, 'stack-secrets.json'), 'utf8'));
-const services = (): ServiceStatus[] => readRunningStack(dataDir)?.services ?? [];
+try {
+  const started = await cli(['up', '--detach', '--data-dir', dataDir, ...portFlags]);
+  cleanup.add(() => cli(['down', '--data-dir', dataDir]));
+  if (started !== 0) throw new Error(`up --detach failed (exit ${started})`);
+  process.exitCode = await soak();
+} finally {
+  await cleanup.run();
+}
 
-const { accessToken } = await clientCredentialsToken(layout, secrets.clientApp, [
-  'internal_user_mgt_list',
-  'internal_user_mgt_view',
-  'internal_user_mgt_create',
-  'internal_group_mgt_view',
-]);
+async function soak(): Promise<number> {
+  const layout = stackLayout(dataDir, ports);
+  const secrets = JSON.parse(
+    readFileSync(join(dataDir, 'stack-secrets.json'), 'utf8'),
+  ) as StackSecretsUsed;
+  const ca = readFileSync(layout.caFile, 'utf8');
+  const services = (): ServiceStatus[] => readRunningStack(dataDir)?.services ?? [];
 
-const windows: Window[] = [];
-const acknowledged: string[] = [];
-let calls = 0;
-let failures = 0;
-let failuresOutside = 0;
-let stopping = false;
-const prefix = `soak-${Date.now().toString(36)}`;
+  const endpoints: Record<Area, { url: string; ca?: string; tokens: TokenKeeper }> = {
+    B: {
+      url: layout.gateway.mcpUrl,
+      ca,
+      tokens: new TokenKeeper(() =>
+        clientCredentialsToken(layout, secrets.clientApp, AREA_B_SCOPES),
+      ),
+    },
+    A: {
+      url: layout.areaA.mcpUrl,
+      tokens: new TokenKeeper(() =>
+        obtainTokenWithLoginForm(layout.areaA.url, secrets.areaAccount),
+      ),
+    },
+  };
+  const areas = (['B', 'A'] as const).filter((area) => WORKERS[area] > 0);
+  for (const area of areas) await endpoints[area].tokens.token();
 
-function recordFailure(at: number): void {
-  failures += 1;
-  const window = windows.find(
-    (w) => at >= w.killedAt && (w.backAt === undefined || at <= w.backAt + GRACE_MS),
+  const prefix = `soak-${Date.now().toString(36)}`;
+  const windows: KillWindow[] = [];
+  const calls: CallRecord[] = [];
+  const writes: WriteRecord[] = [];
+  /** Users whose create was acknowledged and that no delete was sent for yet, per area. */
+  const deletable: Record<Area, { userName: string; id: string }[]> = { A: [], B: [] };
+  let stopping = false;
+
+  async function oneCall(area: Area, worker: number, n: number): Promise<Classified> {
+    const victim = n % 5 === 2 ? deletable[area].shift() : undefined;
+    const userName = `${prefix}-${area.toLowerCase()}${worker}-${n}`;
+    const [tool, toolArgs]: [string, Record<string, unknown>] =
+      n % 5 === 0
+        ? [
+            'create_user',
+            {
+              userName,
+              password: 'Soak-Passw0rd!',
+              givenName: 'Soak',
+              familyName: `W${worker}`,
+              email: `${userName}@example.com`,
+            },
+          ]
+        : victim
+          ? ['delete_user', { userId: victim.id }]
+          : n % 5 === 1
+            ? ['search_users', { filter: 'userName sw a', count: 5 }]
+            : n % 5 === 3
+              ? ['list_groups', { startIndex: 1, count: 10 }]
+              : ['list_users', { startIndex: 1, count: 5 }];
+    const writesTo = tool === 'create_user' ? userName : victim?.userName;
+    const endpoint = endpoints[area];
+    let outcome: ToolCallOutcome;
+    try {
+      const token = await endpoint.tokens.token();
+      outcome = await callTool(endpoint.url, token, tool, toolArgs, { ca: endpoint.ca });
+    } catch (error) {
+      outcome = { kind: 'not-sent', error: `no access token: ${(error as Error).message}` };
+    }
+    const classified = classifyOutcome(outcome, { writes: writesTo !== undefined });
+    calls.push({ area, endedAt: Date.now(), ...classified });
+    if (writesTo !== undefined) {
+      writes.push({
+        area,
+        op: tool === 'create_user' ? 'create' : 'delete',
+        userName: writesTo,
+        class: classified.class,
+      });
+    }
+    const created =
+      outcome.kind === 'result' && tool === 'create_user' && classified.class === 'acknowledged'
+        ? (outcome.result.structuredContent as { id?: unknown } | undefined)?.id
+        : undefined;
+    if (typeof created === 'string') deletable[area].push({ userName, id: created });
+    return classified;
+  }
+
+  async function worker(area: Area, id: number): Promise<void> {
+    for (let n = 0; !stopping; n++) {
+      const { class: outcome } = await oneCall(area, id, n);
+      if (outcome !== 'acknowledged') await sleep(PAUSE_AFTER_FAILURE_MS);
+    }
+  }
+
+  async function killer(): Promise<void> {
+    for (let turn = 0; !stopping && SERVICES.length > 0; turn++) {
+      // In the middle of each interval, so a run of N intervals sees N kills.
+      const at = startedAt + (turn + 0.5) * KILL_EVERY_MS;
+      while (!stopping && Date.now() < at) await sleep(100);
+      if (stopping) return;
+      const name = SERVICES[turn % SERVICES.length] ?? 'gateway';
+      const before = services().find((s) => s.name === name);
+      if (!before?.pid) continue;
+      const window: KillWindow = { service: name, killedAt: Date.now() };
+      windows.push(window);
+      process.kill(before.pid, 'SIGKILL');
+      while (!stopping) {
+        const now = services().find((s) => s.name === name);
+        if (now?.state === 'running' && now.restarts > before.restarts) break;
+        await sleep(50);
+      }
+      if (!stopping) window.backAt = Date.now();
+    }
+  }
+
+  const startedAt = Date.now();
+  const killing = killer();
+  const working = Promise.all(
+    areas.flatMap((area) => Array.from({ length: WORKERS[area] }, (_, i) => worker(area, i))),
   );
-  if (window) window.failures += 1;
-  else failuresOutside += 1;
-}
+  await sleep(MINUTES * 60_000);
+  stopping = true;
+  await working;
+  await killing;
+  const elapsed = (Date.now() - startedAt) / 1000;
 
-async function oneCall(worker: number, n: number): Promise<void> {
-  const kind = n % 4;
-  const [tool, args]: [string, Record<string, unknown>] =
-    kind === 0
-      ? [
-          'create_user',
-          {
-            userName: `${prefix}-${worker}-${n}`,
-            password: 'Soak-Passw0rd!',
-            givenName: 'Soak',
-            familyName: `W${worker}`,
-            email: `${prefix}-${worker}-${n}@example.com`,
-          },
-        ]
-      : kind === 1
-        ? ['search_users', { filter: 'userName sw a', count: 5 }]
-        : kind === 2
-          ? ['list_groups', { startIndex: 1, count: 10 }]
-          : ['list_users', { startIndex: 1, count: 5 }];
-  calls += 1;
-  try {
-    const outcome = await callToolThroughGateway(layout, accessToken, tool, args);
-    const result = outcome.kind === 'result' ? outcome.result : undefined;
-    const structured = result?.structuredContent as { id?: string; error?: unknown } | undefined;
-    if (!result || result.isError || (structured?.error ?? null) !== null) {
-      recordFailure(Date.now());
-      return;
-    }
-    if (tool === 'create_user' && structured?.id) acknowledged.push(String(args.userName));
-  } catch {
-    recordFailure(Date.now());
-  }
-}
+  // The last kill's service must be back before the IdP can be asked.
+  const deadline = Date.now() + 120_000;
+  while (services().some((s) => s.state !== 'running') && Date.now() < deadline) await sleep(100);
+  const backend = await clientCredentialsToken(layout, secrets.backendApp, [
+    'internal_user_mgt_list',
+  ]);
+  const existing = await usersWithPrefix(
+    `${layout.idp.url}/scim2`,
+    backend.accessToken,
+    prefix,
+    ca,
+  );
+  const check = checkWrites(writes, new Set(existing.keys()));
+  const tallies = tallyWindows(calls, windows, areas, GRACE_MS);
 
-/** A worker pauses after a failure, as a client retrying would, instead of spinning on refusals. */
-const PAUSE_AFTER_FAILURE_MS = 100;
-
-async function worker(id: number): Promise<void> {
-  for (let n = 0; !stopping; n++) {
-    const before = failures;
-    await oneCall(id, n);
-    if (failures > before) await new Promise((r) => setTimeout(r, PAUSE_AFTER_FAILURE_MS));
-  }
-}
-
-async function killer(): Promise<void> {
-  // Half an interval first, so a run of N intervals sees N kills.
-  let wait = KILL_EVERY_MS / 2;
-  for (let turn = 0; !stopping; turn++, wait = KILL_EVERY_MS) {
-    await new Promise((resolve) => setTimeout(resolve, wait));
-    if (stopping) return;
-    const name = SERVICES[turn % SERVICES.length] ?? 'gateway';
-    const before = services().find((s) => s.name === name);
-    if (!before?.pid) continue;
-    const window: Window = { service: name, killedAt: Date.now(), failures: 0 };
-    windows.push(window);
-    process.kill(before.pid, 'SIGKILL');
-    while (!stopping) {
-      const now = services().find((s) => s.name === name);
-      if (now?.state === 'running' && now.restarts > before.restarts) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    window.backAt = Date.now();
-  }
-}
-
-const soakStart = Date.now();
-const killing = killer();
-const working = Promise.all(Array.from({ length: WORKERS }, (_, i) => worker(i)));
-await new Promise((resolve) => setTimeout(resolve, MINUTES * 60_000));
-stopping = true;
-await working;
-await killing;
-const elapsed = (Date.now() - soakStart) / 1000;
-
-// Every acknowledged create must still be at the IdP.
-let lost = 0;
-for (const userName of acknowledged) {
-  const outcome = await callToolThroughGateway(layout, accessToken, 'search_users', {
-    filter: `userName eq ${userName}`,
-    count: 1,
-  });
-  const users =
-    outcome.kind === 'result'
-      ? (outcome.result.structuredContent as { users?: unknown[] | null }).users
-      : undefined;
-  if (users?.length !== 1) lost += 1;
-}
-
-await cli(['down', '--data-dir', dataDir]);
-rmSync(dataDir, { recursive: true, force: true });
-
-console.log(
-  `soak: ${MINUTES} min, ${WORKERS} workers, a service killed every ${KILL_EVERY_MS / 1000} s`,
-);
-console.log(`calls made           ${calls} (${(calls / elapsed).toFixed(1)}/s)`);
-console.log(
-  `failed               ${failures} (${((100 * failures) / Math.max(calls, 1)).toFixed(2)} %)`,
-);
-for (const w of windows) {
-  const down = w.backAt === undefined ? 'not back' : `back after ${w.backAt - w.killedAt} ms`;
+  const workers = areas.map((area) => `area ${area} ${WORKERS[area]}`).join(', ');
   console.log(
-    `  kill ${w.service.padEnd(8)} at +${((w.killedAt - soakStart) / 1000).toFixed(0)} s, ${down}: ${w.failures} failed in its window`,
+    `soak: ${MINUTES} min, workers ${workers}, a service killed (SIGKILL) every ${KILL_EVERY_MS / 1000} s`,
   );
+  console.log(`calls made ${calls.length} (${(calls.length / elapsed).toFixed(1)}/s)\n`);
+  console.log(renderSoakReport(tallies, check, startedAt));
+
+  const unexplained = tallies
+    .filter((tally) => tally.window === undefined)
+    .reduce((sum, tally) => sum + tally.counts.calls - tally.counts.acknowledged, 0);
+  return check.lost.length === 0 && check.appliedAnyway.length === 0 && unexplained === 0 ? 0 : 1;
 }
-console.log(`failed outside restart windows  ${failuresOutside}`);
-console.log(`IdP writes acknowledged ${acknowledged.length}, lost ${lost}`);
-process.exitCode = lost === 0 && failuresOutside === 0 ? 0 : 1;
