@@ -99,15 +99,7 @@ export class ScimService {
     return { status: 204 };
   }
 
-  /**
-   * `strategy`: `worker` (the server's) runs the indexed search off the event loop; `inline`
-   * runs it on the calling thread and `scan` reads every user (benchmark comparisons).
-   */
-  async listUsers(
-    kind: UserKind,
-    query: ListQuery,
-    strategy: 'worker' | 'inline' | 'scan' = 'worker',
-  ): Promise<ScimResponse> {
+  async listUsers(kind: UserKind, query: ListQuery): Promise<ScimResponse> {
     if (query.sortBy !== undefined || query.sortOrder !== undefined) {
       throw new ScimError(501, 'Sorting is not supported');
     }
@@ -123,12 +115,7 @@ export class ScimService {
       unknownAttribute: UNKNOWN_FILTER_ATTRIBUTE,
     });
     const page = readPage(query);
-    const { total, rows } =
-      strategy === 'scan'
-        ? this.users.scan(kind, tree, page)
-        : strategy === 'inline'
-          ? this.users.searchInline(kind, tree, page)
-          : await this.users.search(kind, tree, page);
+    const { total, rows } = await this.users.search(kind, tree, page);
     return {
       status: 200,
       body: listResponse(total, page.startIndex, this.renderUsers(kind, rows)),

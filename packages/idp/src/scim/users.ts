@@ -233,8 +233,8 @@ export class UserStore {
     return result;
   }
 
-  /** The same search on the calling thread (in-memory databases, benchmark comparison). */
-  searchInline(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
+  /** The same search on the calling thread (an in-memory database, or no worker). */
+  private searchInline(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
     const [ids, params] = this.idsSql(kind, tree);
     if (tree && hasValueFilter(tree)) return this.checkCandidates(tree, ids, params, page);
     const total = this.count(ids, params);
@@ -317,14 +317,6 @@ export class UserStore {
         (statement(this.db, `SELECT count(*) AS n FROM (${ids})`).get(...params) as { n: number })
           .n,
     );
-  }
-
-  /** The same search by reading every user: the baseline the benchmark compares against. */
-  scan(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
-    const rows = this.db
-      .prepare('SELECT * FROM users WHERE kind = ? ORDER BY id')
-      .iterate(kind) as IterableIterator<UserRow>;
-    return this.collect(rows, tree, page);
   }
 
   private checkCandidates(
