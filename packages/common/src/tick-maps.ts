@@ -14,8 +14,8 @@ const noop = () => undefined;
  * that has gone idle) frees them; the next entry gets fresh ones; and the literal's inline
  * cache, which takes a freed map for a different one, turns megamorphic for good. From then on
  * every `nextTick` (Node's streams and HTTP make several per request) defines its properties
- * through V8's runtime: 4% of the gateway's CPU per proxied request (bench/README.md, "Figures
- * after round 8"). Node 20, 22 and 24 all behave so. An entry that never dies keeps the maps.
+ * through V8's runtime: 4% of the gateway's CPU per proxied request (round 8's figures in
+ * bench/README.md's history, `git show ca26675:bench/README.md`). Node 20, 22 and 24 all behave so. An entry that never dies keeps the maps.
  *
  * An async hook's `init` is the one public view of a queue entry (`nextTickQueueEntry`).
  * Returns the pinned entry.
