@@ -7,6 +7,7 @@ export {
 } from './app.js';
 export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
 export { batchedStdout, exitOnceLogged } from './batched-stdout.js';
+export { declaredCharset, isUtf8Body } from './charset.js';
 export { clientNetwork, IPV4_NETWORK_PREFIX, IPV6_NETWORK_PREFIX } from './client-address.js';
 export {
   ConfigError,

@@ -31,6 +31,11 @@ export function redirectUriProblem(uri: string): string | undefined {
   if (uri.length > MAX_REDIRECT_URI_LENGTH) {
     return `redirect URI longer than ${MAX_REDIRECT_URI_LENGTH} characters`;
   }
+  // RFC 3986 §2: a URI holds no raw white space or control character (the URL parser would
+  // quietly encode or drop them, so the registered string would not be the one redirected to).
+  if (/[\s\p{Cc}]/u.test(uri)) {
+    return `redirect URI must not contain white space or control characters: ${JSON.stringify(uri)}`;
+  }
   const url = parse(uri);
   if (url === undefined) return `redirect URI is not an absolute URI: ${uri}`;
   if (uri.includes('#')) return `redirect URI must not contain a fragment: ${uri}`;

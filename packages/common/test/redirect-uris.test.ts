@@ -35,6 +35,9 @@ describe('redirectUriProblem (registration allow-list)', () => {
     ['https://app.example.com/cb#', /fragment/],
     ['/relative/cb', /absolute/],
     [`https://app.example.com/${'a'.repeat(2000)}`, /longer/],
+    ['http://127.0.0.1/cb\u0000', /control characters/],
+    ['https://app.example.com/c\u0001b', /control characters/],
+    ['https://app.example.com/a b', /white space/],
   ])('refuses %s', (uri, problem) => {
     expect(redirectUriProblem(uri)).toMatch(problem);
   });

@@ -36,6 +36,7 @@ export { postgresMissing, startPostgres, type TestPostgres } from './postgres.js
 export { expositionProblems, metricValue } from './prometheus.js';
 export { rawHttpStatus } from './raw-http.js';
 export { redisMissing, startRedis, type TestRedis } from './redis.js';
+export { refreshRaceChain } from './refresh-race.js';
 export { describeRequiring } from './requires.js';
 export { BrowserSignInProvider, SignInClientProvider } from './sdk-client-provider.js';
 export { seededRandom } from './seeded-random.js';
