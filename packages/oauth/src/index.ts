@@ -27,16 +27,25 @@ export type {
   OAuthServerOptions,
   SubjectStatus,
 } from './options.js';
-export { CLIENT_TTL_MS, CODE_TTL_MS, DEFAULT_LIMITS, SCOPE } from './options.js';
+export {
+  CLIENT_TTL_MS,
+  CODE_TTL_MS,
+  DEFAULT_LIMITS,
+  DEFAULT_REFRESH_RACE_WINDOW_SECONDS,
+  SCOPE,
+} from './options.js';
 export { oauthServer } from './plugin.js';
 export { authorizationServerMetadata, protectedResourceMetadata } from './routes/discovery.js';
 export type {
   AuthorizationCodeEntry,
   AuthorizationTransaction,
+  ClientAdmission,
   CodeRedemption,
+  LoginAdmission,
   OAuthStore,
-  RefreshRotation,
+  RefreshPresentation,
   RefreshTokenEntry,
+  RefreshTokenUse,
   RegisteredClient,
 } from './store.js';
 export { MemoryOAuthStore } from './store.js';

@@ -49,14 +49,28 @@ export type IssueAccessTokenHook = (
 ) => Promise<{ token: string; expiresIn: number }>;
 
 export interface OAuthLimits {
-  /** Live (unexpired) dynamic clients; registration answers 503 beyond it. */
+  /**
+   * Live (unexpired) dynamic clients. Beyond it a registration evicts the oldest never-used
+   * client of the network holding the most; 503 only when every live client has been used.
+   */
   maxClients: number;
   /** Registrations per client IP per hour; 429 beyond it. */
   registrationsPerIpPerHour: number;
-  /** Login forms awaiting submission; the authorize endpoint answers 503 beyond it. */
+  /** Registrations per client network (IPv4 /24, IPv6 /64) per hour; 429 beyond it. */
+  registrationsPerNetworkPerHour: number;
+  /**
+   * Login forms awaiting submission. Beyond it a new form evicts the oldest form of the network
+   * holding the most (never a 503: the cap bounds memory, it is not a switch).
+   */
   maxPendingAuthorizations: number;
+  /** Pending forms of one network; beyond it that network's oldest form goes. */
+  pendingAuthorizationsPerNetwork: number;
+  /** Pending forms of one client; beyond it the client's oldest form from its heaviest network goes. */
+  pendingAuthorizationsPerClient: number;
   /** Authorize requests (GET and POST) per client IP per minute; 429 beyond it. */
   authorizeRequestsPerIpPerMinute: number;
+  /** Authorize requests per client network per minute; 429 beyond it. */
+  authorizeRequestsPerNetworkPerMinute: number;
   /** Token requests per client IP per minute; 429 beyond it. */
   tokenRequestsPerIpPerMinute: number;
   /** Failed logins per account (e-mail) before further attempts are refused for the window. */
@@ -70,8 +84,12 @@ export interface OAuthLimits {
 export const DEFAULT_LIMITS: OAuthLimits = {
   maxClients: 10_000,
   registrationsPerIpPerHour: 20,
+  registrationsPerNetworkPerHour: 100,
   maxPendingAuthorizations: 10_000,
+  pendingAuthorizationsPerNetwork: 1_000,
+  pendingAuthorizationsPerClient: 2_000,
   authorizeRequestsPerIpPerMinute: 120,
+  authorizeRequestsPerNetworkPerMinute: 600,
   tokenRequestsPerIpPerMinute: 600,
   loginFailuresPerAccount: 5,
   loginFailuresPerIp: 20,
@@ -103,6 +121,13 @@ export interface OAuthServerOptions {
   limits?: Partial<OAuthLimits>;
   /** Lifetime of refresh tokens (each rotation starts a new one). Default 14 days. */
   refreshTokenTtlSeconds?: number;
+  /**
+   * How long after a refresh token's rotation a request presenting it again counts as
+   * concurrent with the rotation (refused, the family kept) instead of as a replay (the family
+   * revoked, RFC 9700 §4.14.2). Default 2 s; 0 keeps only requests that arrived before the
+   * rotation.
+   */
+  refreshTokenRaceWindowSeconds?: number;
 }
 
 export interface ResolvedOptions {
@@ -116,17 +141,27 @@ export interface ResolvedOptions {
   clock: Clock;
   limits: OAuthLimits;
   refreshTokenTtlMs: number;
+  refreshTokenRaceWindowMs: number;
 }
 
 export const SCOPE = 'mcp:tools';
 export const CODE_TTL_MS = 2 * 60 * 1000;
 export const CLIENT_TTL_MS = 24 * 60 * 60 * 1000;
+/** See `OAuthServerOptions.refreshTokenRaceWindowSeconds`. */
+export const DEFAULT_REFRESH_RACE_WINDOW_SECONDS = 2;
 /** How long a login form stays usable. */
 export const TRANSACTION_TTL_MS = 10 * 60 * 1000;
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {
     throw new TypeError(`${name} must be a positive integer`);
+  }
+  return value;
+}
+
+function nonNegativeInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new TypeError(`${name} must be a non-negative integer`);
   }
   return value;
 }
@@ -154,5 +189,10 @@ export function resolveOptions(options: OAuthServerOptions): ResolvedOptions {
     refreshTokenTtlMs:
       positiveInteger('refreshTokenTtlSeconds', options.refreshTokenTtlSeconds ?? 14 * 86_400) *
       1000,
+    refreshTokenRaceWindowMs:
+      nonNegativeInteger(
+        'refreshTokenRaceWindowSeconds',
+        options.refreshTokenRaceWindowSeconds ?? DEFAULT_REFRESH_RACE_WINDOW_SECONDS,
+      ) * 1000,
   };
 }

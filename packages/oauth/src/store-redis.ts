@@ -1,12 +1,16 @@
 import { connectRedis, inRedis, redisReady } from '@mcp-identity/common';
 import type { Redis } from 'ioredis';
+import { ADMIT_TO_POOL, admissionArguments, LEAVE_POOL } from './fair-pool-redis.js';
 import type {
   AuthorizationCodeEntry,
   AuthorizationTransaction,
+  ClientAdmission,
   CodeRedemption,
+  LoginAdmission,
   OAuthStore,
-  RefreshRotation,
+  RefreshPresentation,
   RefreshTokenEntry,
+  RefreshTokenUse,
   RegisteredClient,
 } from './store.js';
 
@@ -44,23 +48,39 @@ return {'replayed', grant}
 `;
 
 /**
- * KEYS: refresh token. ARGV: key prefix, now (ms). A token already used revokes its family
- * (RFC 9700 §4.14.2); a live one is marked used, keeping its expiry.
+ * KEYS: refresh token. ARGV: key prefix, arrival (ms), race window (ms), and to rotate: the
+ * successor's hash, its entry (JSON), the rotation time (ms). One script, so checking the token,
+ * marking it used and adding its successor to the family are one step: a revocation (here or in
+ * another script) sees either no successor or the successor, never one stored after it. The
+ * rule is `RefreshTokenUse`'s: a token used before is `raced` within the window after its
+ * rotation, `reused` (RFC 9700 §4.14.2, the family revoked) after it. `used` stays beside
+ * `rotatedAt` so that an entry written by an older version still counts as used.
  */
-const ROTATE_REFRESH = `${REVOKE_FAMILY}
+const PRESENT_REFRESH = `${REVOKE_FAMILY}
 local stored = redis.call('GET', KEYS[1])
 if not stored then return {'unknown'} end
 local token = cjson.decode(stored)
+local arrivedAt = tonumber(ARGV[2])
 if token.used then
+  if arrivedAt < (tonumber(token.rotatedAt) or 0) + tonumber(ARGV[3]) then return {'raced'} end
   revoke(ARGV[1], token.familyId)
   return {'reused', stored}
 end
-if token.expiresAt <= tonumber(ARGV[2]) then
+if token.expiresAt <= arrivedAt then
   redis.call('DEL', KEYS[1])
   return {'unknown'}
 end
+if not ARGV[4] then return {'live', stored} end
 token.used = true
+token.rotatedAt = tonumber(ARGV[6])
 redis.call('SET', KEYS[1], cjson.encode(token), 'KEEPTTL')
+local successor = cjson.decode(ARGV[5])
+successor.familyId = token.familyId
+local familyKey = ARGV[1] .. 'family:' .. token.familyId
+redis.call('SET', ARGV[1] .. 'refresh:' .. ARGV[4], cjson.encode(successor), 'PXAT', successor.expiresAt)
+redis.call('SADD', familyKey, ARGV[4])
+-- The family lives as long as its newest token.
+redis.call('PEXPIREAT', familyKey, successor.expiresAt)
 return {'rotated', stored}
 `;
 
@@ -72,16 +92,37 @@ return 1
 /** The scripts above, as commands of the client. */
 interface Scripts {
   consumeCode(code: string, redeemed: string, prefix: string): Promise<[string, string?]>;
-  rotateRefresh(refresh: string, prefix: string, now: number): Promise<[string, string?]>;
+  presentRefresh(
+    refresh: string,
+    prefix: string,
+    arrivedAt: number,
+    raceWindowMs: number,
+    ...rotation: [successorHash: string, successor: string, rotatedAt: number] | []
+  ): Promise<[string, string?]>;
   revokeFamily(prefix: string, family: string): Promise<number>;
+  admitToPool(
+    pool: string,
+    counted: string,
+    values: string,
+    ...admission: Array<string | number>
+  ): Promise<number>;
+  leavePool(pool: string, id: string, valueKey?: string): Promise<string | null>;
 }
 
 interface StoredRefreshToken extends RefreshTokenEntry {
-  used: boolean;
+  used?: boolean;
+  rotatedAt?: number;
 }
 
-function withoutUsed(stored: StoredRefreshToken): RefreshTokenEntry {
-  const { used: _used, ...entry } = stored;
+/** Never-used clients are displaced only for the cap on live clients, as in the memory store. */
+const UNUSED_CLIENT_QUOTAS = {
+  client: '',
+  perNetwork: Number.MAX_SAFE_INTEGER,
+  perClient: Number.MAX_SAFE_INTEGER,
+};
+
+function entryOf(stored: string): RefreshTokenEntry {
+  const { used: _used, rotatedAt: _rotatedAt, ...entry } = JSON.parse(stored) as StoredRefreshToken;
   return entry;
 }
 
@@ -101,8 +142,10 @@ export class RedisOAuthStore implements OAuthStore {
   ) {
     const redis = connectRedis(url);
     redis.defineCommand('consumeCode', { numberOfKeys: 2, lua: CONSUME_CODE });
-    redis.defineCommand('rotateRefresh', { numberOfKeys: 1, lua: ROTATE_REFRESH });
+    redis.defineCommand('presentRefresh', { numberOfKeys: 1, lua: PRESENT_REFRESH });
     redis.defineCommand('revokeFamily', { numberOfKeys: 0, lua: REVOKE });
+    redis.defineCommand('admitToPool', { numberOfKeys: 0, lua: ADMIT_TO_POOL });
+    redis.defineCommand('leavePool', { numberOfKeys: 0, lua: LEAVE_POOL });
     this.redis = redis as Redis & Scripts;
   }
 
@@ -115,22 +158,40 @@ export class RedisOAuthStore implements OAuthStore {
     return `${this.prefix}${kind}:${id}`;
   }
 
-  async pruneExpiredClients(now: number): Promise<void> {
-    await inRedis(() => this.redis.zremrangebyscore(this.key('index', 'clients'), '-inf', now));
+  /** The pool of never-used clients; every live client counts against the cap (`index:clients`). */
+  private get clientPool() {
+    return {
+      pool: `${this.prefix}pool:clients:`,
+      counted: this.key('index', 'clients'),
+      values: `${this.prefix}client:`,
+    };
   }
 
-  async countClients(): Promise<number> {
-    return inRedis(() => this.redis.zcard(this.key('index', 'clients')));
+  /** The pool of pending login transactions, counted by itself. */
+  private get loginPool() {
+    const pool = `${this.prefix}pool:logins:`;
+    return { pool, counted: `${pool}all`, values: `${this.prefix}transaction:` };
   }
 
-  async saveClient(client: RegisteredClient): Promise<void> {
-    await inRedis(() =>
-      this.redis
-        .multi()
-        .set(this.key('client', client.clientId), JSON.stringify(client), 'PXAT', client.expiresAt)
-        .zadd(this.key('index', 'clients'), client.expiresAt, client.clientId)
-        .exec(),
+  async saveClient(client: RegisteredClient, admission: ClientAdmission): Promise<boolean> {
+    const { pool, counted, values } = this.clientPool;
+    const stored = await inRedis(() =>
+      this.redis.admitToPool(
+        pool,
+        counted,
+        values,
+        ...admissionArguments(
+          client.clientId,
+          { ...UNUSED_CLIENT_QUOTAS, ...admission, expiresAt: client.expiresAt },
+          JSON.stringify(client),
+        ),
+      ),
     );
+    return stored === 1;
+  }
+
+  async markClientUsed(clientId: string): Promise<void> {
+    await inRedis(() => this.redis.leavePool(this.clientPool.pool, clientId));
   }
 
   async getClient(clientId: string): Promise<RegisteredClient | undefined> {
@@ -138,12 +199,8 @@ export class RedisOAuthStore implements OAuthStore {
     return value === null ? undefined : (JSON.parse(value) as RegisteredClient);
   }
 
-  /** Entries expire by themselves; only the count of pending transactions needs pruning. */
-  async pruneExpired(now: number): Promise<void> {
-    await inRedis(() =>
-      this.redis.zremrangebyscore(this.key('index', 'transactions'), '-inf', now),
-    );
-  }
+  /** Entries expire by themselves (PXAT); the pools prune theirs when admitting. */
+  async pruneExpired(): Promise<void> {}
 
   async saveCode(codeHash: string, entry: AuthorizationCodeEntry): Promise<void> {
     await inRedis(() =>
@@ -166,34 +223,31 @@ export class RedisOAuthStore implements OAuthStore {
     return { outcome: 'unknown' };
   }
 
-  async countTransactions(): Promise<number> {
-    return inRedis(() => this.redis.zcard(this.key('index', 'transactions')));
-  }
-
-  async saveTransaction(tokenHash: string, transaction: AuthorizationTransaction): Promise<void> {
+  async saveTransaction(
+    tokenHash: string,
+    transaction: AuthorizationTransaction,
+    admission: LoginAdmission,
+  ): Promise<void> {
+    const { pool, counted, values } = this.loginPool;
     await inRedis(() =>
-      this.redis
-        .multi()
-        .set(
-          this.key('transaction', tokenHash),
+      this.redis.admitToPool(
+        pool,
+        counted,
+        values,
+        ...admissionArguments(
+          tokenHash,
+          { ...admission, client: transaction.clientId, expiresAt: transaction.expiresAt },
           JSON.stringify(transaction),
-          'PXAT',
-          transaction.expiresAt,
-        )
-        .zadd(this.key('index', 'transactions'), transaction.expiresAt, tokenHash)
-        .exec(),
+        ),
+      ),
     );
   }
 
   async consumeTransaction(tokenHash: string): Promise<AuthorizationTransaction | undefined> {
-    const results = await inRedis(() =>
-      this.redis
-        .multi()
-        .getdel(this.key('transaction', tokenHash))
-        .zrem(this.key('index', 'transactions'), tokenHash)
-        .exec(),
+    const { pool, values } = this.loginPool;
+    const value = await inRedis(() =>
+      this.redis.leavePool(pool, tokenHash, `${values}${tokenHash}`),
     );
-    const value = results?.[0]?.[1] as string | null | undefined;
     return value ? (JSON.parse(value) as AuthorizationTransaction) : undefined;
   }
 
@@ -211,22 +265,30 @@ export class RedisOAuthStore implements OAuthStore {
     );
   }
 
-  async getRefreshToken(tokenHash: string, now: number): Promise<RefreshTokenEntry | undefined> {
-    const value = await inRedis(() => this.redis.get(this.key('refresh', tokenHash)));
-    if (value === null) return undefined;
-    const stored = JSON.parse(value) as StoredRefreshToken;
-    if (stored.used || stored.expiresAt <= now) return undefined;
-    return withoutUsed(stored);
-  }
-
-  async rotateRefreshToken(tokenHash: string, now: number): Promise<RefreshRotation> {
+  async presentRefreshToken(
+    tokenHash: string,
+    presentation: RefreshPresentation,
+  ): Promise<RefreshTokenUse> {
+    const { rotation } = presentation;
     const [outcome, value] = await inRedis(() =>
-      this.redis.rotateRefresh(this.key('refresh', tokenHash), this.prefix, now),
+      this.redis.presentRefresh(
+        this.key('refresh', tokenHash),
+        this.prefix,
+        presentation.arrivedAt,
+        presentation.raceWindowMs,
+        ...(rotation === undefined
+          ? []
+          : ([
+              rotation.successorHash,
+              JSON.stringify({ ...rotation.successor, used: false }),
+              rotation.rotatedAt,
+            ] as const)),
+      ),
     );
-    if (outcome === 'rotated' || outcome === 'reused') {
-      return { outcome, entry: withoutUsed(JSON.parse(value as string) as StoredRefreshToken) };
+    if (outcome === 'live' || outcome === 'rotated' || outcome === 'reused') {
+      return { outcome, entry: entryOf(value as string) };
     }
-    return { outcome: 'unknown' };
+    return outcome === 'raced' ? { outcome } : { outcome: 'unknown' };
   }
 
   async revokeFamily(familyId: string): Promise<void> {

@@ -1,3 +1,8 @@
+import {
+  type LoopbackClient,
+  loopbackAddresses,
+  loopbackClient,
+} from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   authorizeParams,
@@ -322,24 +327,102 @@ describe('authorize endpoint limits', () => {
     }
   });
 
-  it('answers 503 while too many login forms are pending, until they expire', async () => {
+  it('keeps rendering forms past the pending cap: the oldest form goes, not the newcomer', async () => {
     const host = await startHost({ limits: { maxPendingAuthorizations: 2 } });
     try {
       const clientId = await registerClient(host.url);
       const params = authorizeParams(clientId, pkcePair().challenge);
-      const first = await getAuthorize(host.url, params);
-      expect((await getAuthorize(host.url, params)).response.status).toBe(200);
-      const refused = await getAuthorize(host.url, params);
-      expect(refused.response.status).toBe(503);
-      expect(refused.html).toContain('Too many sign-ins are in progress');
-      expect((await postLogin(host.url, first.fields)).status).toBe(303);
-      expect((await getAuthorize(host.url, params)).response.status).toBe(200);
-      host.clock.advance(10 * 60_000);
-      expect((await getAuthorize(host.url, params)).response.status).toBe(200);
-      expect((await getAuthorize(host.url, params)).response.status).toBe(200);
+      const forms = [];
+      for (let i = 0; i < 3; i += 1) {
+        const form = await getAuthorize(host.url, params);
+        expect(form.response.status).toBe(200);
+        forms.push(form);
+      }
+      const [first, second, third] = forms as [
+        (typeof forms)[0],
+        (typeof forms)[0],
+        (typeof forms)[0],
+      ];
+      const evicted = await postLogin(host.url, first.fields);
+      expect(evicted.status).toBe(400);
+      expect(await evicted.text()).toContain('The sign-in form has expired');
+      expect((await postLogin(host.url, second.fields)).status).toBe(303);
+      expect((await postLogin(host.url, third.fields)).status).toBe(303);
     } finally {
       await host.close();
     }
+  });
+
+  describe('from many networks', () => {
+    const clients: LoopbackClient[] = [];
+    afterAll(() => {
+      for (const client of clients) client.close();
+    });
+
+    function from(address: string): LoopbackClient {
+      const client = loopbackClient(address);
+      clients.push(client);
+      return client;
+    }
+
+    async function form(client: LoopbackClient, host: TestHost, params: Record<string, string>) {
+      const page = await client.send(`${host.url}/oauth/authorize?${new URLSearchParams(params)}`);
+      return { status: page.status, fields: hiddenFields(page.text) };
+    }
+
+    it('counts authorize requests per network as well as per address', async () => {
+      const host = await startHost({ limits: { authorizeRequestsPerNetworkPerMinute: 3 } });
+      try {
+        const clientId = await registerClient(host.url);
+        const params = authorizeParams(clientId, pkcePair().challenge);
+        const neighbours = loopbackAddresses(4, { block: 50, sameNetwork: true }).map(from);
+        const statuses = [];
+        for (const neighbour of neighbours) {
+          statuses.push((await form(neighbour, host, params)).status);
+        }
+        expect(statuses).toEqual([200, 200, 200, 429]);
+        const elsewhere = from(loopbackAddresses(1, { block: 51 })[0] as string);
+        expect((await form(elsewhere, host, params)).status).toBe(200);
+      } finally {
+        await host.close();
+      }
+    });
+
+    it('makes a flood from many networks lose its own forms, and lets a fresh network sign in', async () => {
+      const host = await startHost({
+        limits: { maxPendingAuthorizations: 6, pendingAuthorizationsPerNetwork: 4 },
+      });
+      try {
+        const clientId = await registerClient(host.url);
+        const params = authorizeParams(clientId, pkcePair().challenge);
+        // Three flooding networks, three requests each: more than the cap of 6 pending forms.
+        const flooders = loopbackAddresses(3, { block: 60 }).map(from);
+        const flood: Array<Record<string, string>> = [];
+        for (let round = 0; round < 3; round += 1) {
+          for (const flooder of flooders) {
+            const page = await form(flooder, host, params);
+            expect(page.status).toBe(200);
+            flood.push(page.fields);
+          }
+        }
+        const user = from(loopbackAddresses(1, { block: 70 })[0] as string);
+        const page = await form(user, host, params);
+        expect(page.status).toBe(200);
+        const login = await user.send(`${host.url}/oauth/authorize`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ ...page.fields, ...ALICE }).toString(),
+        });
+        expect(login.status).toBe(303);
+        expect(new URL(login.headers.location as string).searchParams.get('code')).toBeTruthy();
+        // The flood's first four forms made room (the oldest of the heaviest network each time).
+        const statuses = [];
+        for (const fields of flood) statuses.push((await postLogin(host.url, fields)).status);
+        expect(statuses).toEqual([400, 400, 400, 400, 303, 303, 303, 303, 303]);
+      } finally {
+        await host.close();
+      }
+    });
   });
 });
 

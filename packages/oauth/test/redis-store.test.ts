@@ -1,10 +1,15 @@
 import {
   describeRequiring,
   redisMissing,
+  refreshRaceChain,
   startRedis,
   type TestRedis,
 } from '@mcp-identity/common/testing';
-import { CODE_TTL_MS, RedisOAuthStore } from '@mcp-identity/oauth';
+import {
+  CODE_TTL_MS,
+  DEFAULT_REFRESH_RACE_WINDOW_SECONDS,
+  RedisOAuthStore,
+} from '@mcp-identity/oauth';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
@@ -20,6 +25,8 @@ import {
   type TokenResponse,
 } from './fixtures/flow.js';
 import { startHost, type TestHost } from './fixtures/host.js';
+
+const RACE_WINDOW_MS = DEFAULT_REFRESH_RACE_WINDOW_SECONDS * 1000;
 
 async function oauthErrorOf(response: Response): Promise<string> {
   return ((await response.json()) as { error: string }).error;
@@ -44,6 +51,19 @@ describeRequiring('Area A state in Redis, shared by three instances', redisMissi
     await Promise.all(stores.map((s) => s.close()));
     await redis?.close();
   });
+
+  /**
+   * Runs `steps` with every instance's clock past the refresh race window, then puts the clocks
+   * back: Redis expires entries by its own clock, which the later tests compare with.
+   */
+  async function pastRaceWindow(steps: () => Promise<void>): Promise<void> {
+    for (const host of hosts) host.clock.advance(RACE_WINDOW_MS);
+    try {
+      await steps();
+    } finally {
+      for (const host of hosts) host.clock.advance(-RACE_WINDOW_MS);
+    }
+  }
 
   it('gives exactly one 200 to 20 concurrent exchanges of one code spread over the instances', async () => {
     const { code, clientId, verifier } = await authorizeCode(hosts[0] as TestHost);
@@ -80,12 +100,36 @@ describeRequiring('Area A state in Redis, shared by three instances', redisMissi
     const rotated = await refresh(second.base, tokens.refresh_token, tokens.clientId);
     expect(rotated.status).toBe(200);
     const next = (await rotated.json()) as TokenResponse;
-    const reuse = await refresh(third.base, tokens.refresh_token, tokens.clientId);
-    expect(reuse.status).toBe(400);
-    expect(await oauthErrorOf(reuse)).toBe('invalid_grant');
-    const afterRevocation = await refresh(first.base, next.refresh_token, tokens.clientId);
-    expect(afterRevocation.status).toBe(400);
-    expect(await oauthErrorOf(afterRevocation)).toBe('invalid_grant');
+    // Past the race window, the rotated token again is a replay.
+    await pastRaceWindow(async () => {
+      const reuse = await refresh(third.base, tokens.refresh_token, tokens.clientId);
+      expect(reuse.status).toBe(400);
+      expect(await oauthErrorOf(reuse)).toBe('invalid_grant');
+      const afterRevocation = await refresh(first.base, next.refresh_token, tokens.clientId);
+      expect(afterRevocation.status).toBe(400);
+      expect(await oauthErrorOf(afterRevocation)).toBe('invalid_grant');
+    });
+  });
+
+  it('gives concurrent refreshes of one token exactly one winner, on one instance and across two (20 races each)', async () => {
+    const [first, second] = hosts as [TestHost, TestHost];
+    for (const bases of [
+      [first.base, first.base],
+      [first.base, second.base],
+    ]) {
+      const tokens = await obtainTokens(first);
+      const chain = await refreshRaceChain(
+        bases.map((base) => `${base}/oauth/token`),
+        { refreshToken: tokens.refresh_token, clientId: tokens.clientId },
+      );
+      // Once a replay is detected, nothing of the family survives: not the last winner's token.
+      await pastRaceWindow(async () => {
+        const replay = await refresh(second.base, chain.first, tokens.clientId);
+        expect(await oauthErrorOf(replay)).toBe('invalid_grant');
+        const last = await refresh(first.base, chain.last, tokens.clientId);
+        expect(await oauthErrorOf(last)).toBe('invalid_grant');
+      });
+    }
   });
 
   it('keeps a code only for its lifetime, and never its value', async () => {

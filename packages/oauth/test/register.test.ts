@@ -1,5 +1,16 @@
+import {
+  type LoopbackClient,
+  loopbackAddresses,
+  loopbackClient,
+} from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeParams, getAuthorize, pkcePair, REDIRECT_URI } from './fixtures/flow.js';
+import {
+  authorizeParams,
+  getAuthorize,
+  pkcePair,
+  postLogin,
+  REDIRECT_URI,
+} from './fixtures/flow.js';
 import type { TestHost } from './fixtures/host.js';
 import { startHost } from './fixtures/host.js';
 
@@ -182,19 +193,92 @@ describe('registration limits', () => {
     }
   });
 
-  it('refuses registrations beyond the live-client cap with 503, and prunes expired clients first', async () => {
+  it('at the live-client cap, evicts the oldest never-used client; 503 only once every client was used', async () => {
     const host = await startHost({ limits: { maxClients: 2 } });
     try {
-      expect((await register(host.url, '{}')).status).toBe(200);
-      expect((await register(host.url, '{}')).status).toBe(200);
+      const registered = async () => {
+        const response = await register(
+          host.url,
+          JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
+        );
+        expect(response.status).toBe(200);
+        return ((await response.json()) as { client_id: string }).client_id;
+      };
+      const oldest = await registered();
+      const signedIn = await registered();
+      const { challenge } = pkcePair();
+      const form = await getAuthorize(host.url, authorizeParams(signedIn, challenge));
+      expect((await postLogin(host.url, form.fields)).status).toBe(303);
+      // Full: the never-used client makes room; the one a user signed in through stays.
+      const newest = await registered();
+      const known = async (clientId: string) =>
+        (await getAuthorize(host.url, authorizeParams(clientId, challenge))).response.status;
+      expect([await known(oldest), await known(signedIn), await known(newest)]).toEqual([
+        400, 200, 200,
+      ]);
+      const second = await getAuthorize(host.url, authorizeParams(newest, challenge));
+      expect((await postLogin(host.url, second.fields)).status).toBe(303);
+      // Every live client used: nothing may be evicted, so the registration is refused ...
       const refused = await register(host.url, '{}');
       expect(refused.status).toBe(503);
       expect(((await refused.json()) as { error_description: string }).error_description).toMatch(
         /too many registered clients/,
       );
+      // ... until clients expire.
       host.clock.advance(24 * 3_600_000);
       expect((await register(host.url, '{}')).status).toBe(200);
     } finally {
+      await host.close();
+    }
+  });
+
+  it('counts registrations per network as well as per address, and a flood from many networks evicts its own clients', async () => {
+    const host = await startHost({
+      limits: { maxClients: 4, registrationsPerIpPerHour: 2, registrationsPerNetworkPerHour: 3 },
+    });
+    const clients = [
+      ...loopbackAddresses(2, { block: 80, sameNetwork: true }),
+      ...loopbackAddresses(2, { block: 90 }),
+      ...loopbackAddresses(1, { block: 99 }),
+    ].map(loopbackClient);
+    try {
+      const [neighbour1, neighbour2, other1, other2, fresh] = clients as [
+        LoopbackClient,
+        LoopbackClient,
+        LoopbackClient,
+        LoopbackClient,
+        LoopbackClient,
+      ];
+      const send = async (client: LoopbackClient) => {
+        const response = await client.send(`${host.url}/oauth/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        });
+        return {
+          status: response.status,
+          clientId: (JSON.parse(response.text) as { client_id?: string }).client_id,
+        };
+      };
+      const flood = [];
+      for (const client of [neighbour1, neighbour1, neighbour2, neighbour2, other1, other2]) {
+        flood.push(await send(client));
+      }
+      // Two per address, three per network: the second neighbour's second is one too many.
+      expect(flood.map((r) => r.status)).toEqual([200, 200, 200, 429, 200, 200]);
+      const registered = await send(fresh);
+      expect(registered.status).toBe(200);
+      const known = async (clientId: string | undefined) =>
+        (await getAuthorize(host.url, authorizeParams(clientId as string, pkcePair().challenge)))
+          .response.status;
+      const statuses = [];
+      for (const r of [...flood.filter((r) => r.status === 200), registered]) {
+        statuses.push(await known(r.clientId));
+      }
+      // The cap of 4 made room twice, each time in the network holding the most (the neighbours').
+      expect(statuses).toEqual([400, 400, 200, 200, 200, 200]);
+    } finally {
+      for (const client of clients) client.close();
       await host.close();
     }
   });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import { refreshRaceChain } from '@mcp-identity/common/testing';
 import type { RefreshTokenEntry } from '@mcp-identity/oauth';
-import { MemoryOAuthStore } from '@mcp-identity/oauth';
+import { DEFAULT_REFRESH_RACE_WINDOW_SECONDS, MemoryOAuthStore } from '@mcp-identity/oauth';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from './fixtures/flow.js';
@@ -21,6 +22,7 @@ const MISMATCH = 'The authorization code does not match the request.';
 const PKCE_FAILED = 'PKCE verification failed.';
 const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.';
 const SUBJECT_GONE = 'The account behind this grant no longer has access.';
+const RACE_WINDOW_MS = DEFAULT_REFRESH_RACE_WINDOW_SECONDS * 1000;
 
 async function expectOAuthError(response: Response, status: number, error: string, text?: string) {
   expect(response.status).toBe(status);
@@ -295,6 +297,8 @@ describe('POST /oauth/token, refresh_token grant', () => {
     const rotated = (await (
       await refresh(host.url, first.refresh_token, first.clientId)
     ).json()) as TokenResponse;
+    // Past the race window, a rotated token presented again is a replay.
+    host.clock.advance(RACE_WINDOW_MS);
     await expectOAuthError(
       await refresh(host.url, first.refresh_token, first.clientId),
       400,
@@ -311,8 +315,39 @@ describe('POST /oauth/token, refresh_token grant', () => {
     const victim = await obtainTokens(host);
     const bystander = await obtainTokens(host);
     await refresh(host.url, victim.refresh_token, victim.clientId);
-    await refresh(host.url, victim.refresh_token, victim.clientId);
+    host.clock.advance(RACE_WINDOW_MS);
+    await expectOAuthError(
+      await refresh(host.url, victim.refresh_token, victim.clientId),
+      400,
+      'invalid_grant',
+    );
     expect((await refresh(host.url, bystander.refresh_token, bystander.clientId)).status).toBe(200);
+  });
+
+  it('gives concurrent refreshes of one token exactly one winner whose new token stays valid (20 races)', async () => {
+    const tokens = await obtainTokens(host);
+    const { first, last } = await refreshRaceChain(
+      [`${host.url}/oauth/token`, `${host.url}/oauth/token`],
+      { refreshToken: tokens.refresh_token, clientId: tokens.clientId },
+    );
+    // Within the window a loser's retry is refused without touching the family ...
+    await expectOAuthError(await refresh(host.url, first, tokens.clientId), 400, 'invalid_grant');
+    // ... after it, the replay revokes the family, the last winner's token included.
+    host.clock.advance(RACE_WINDOW_MS);
+    await expectOAuthError(await refresh(host.url, first, tokens.clientId), 400, 'invalid_grant');
+    await expectOAuthError(await refresh(host.url, last, tokens.clientId), 400, 'invalid_grant');
+  });
+
+  it('keeps the winner of a race when its loser is retried within the window', async () => {
+    const tokens = await obtainTokens(host);
+    const { first, last } = await refreshRaceChain(
+      [`${host.url}/oauth/token`, `${host.url}/oauth/token`],
+      { refreshToken: tokens.refresh_token, clientId: tokens.clientId },
+      1,
+    );
+    host.clock.advance(RACE_WINDOW_MS - 1);
+    await expectOAuthError(await refresh(host.url, first, tokens.clientId), 400, 'invalid_grant');
+    expect((await refresh(host.url, last, tokens.clientId)).status).toBe(200);
   });
 
   it('refuses a refresh token presented by another client without burning it', async () => {

@@ -1,7 +1,9 @@
 import {
   AUTHORIZATION_REQUEST_PARAMETERS,
+  clientNetwork,
   isRedirectUriAllowed,
   isS256Challenge,
+  isUtf8Body,
   randomToken,
   reserveEach,
   sha256Base64Url,
@@ -28,6 +30,13 @@ interface AuthorizeRequest {
 
 type Validation = { ok: true; value: AuthorizeRequest } | { ok: false; message: string };
 
+/**
+ * No authorize parameter (RFC 6749 Appendix A: printable characters) and no e-mail address
+ * (RFC 5321, RFC 6531) holds a control character; a NUL is moreover what some databases cannot
+ * store or even compare, so such input is refused here and never reaches the host's login.
+ */
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
 const PARAMS = AUTHORIZATION_REQUEST_PARAMETERS;
 type ParamName = (typeof PARAMS)[number];
 
@@ -38,6 +47,9 @@ function readParams(
   for (const name of PARAMS) {
     const read = singleParam(source, name);
     if (!read.ok) return { ok: false, message: `The parameter ${name} must be given once.` };
+    if (read.value !== undefined && CONTROL_CHARACTER.test(read.value)) {
+      return { ok: false, message: `The parameter ${name} must not contain control characters.` };
+    }
     if (read.value !== undefined) params[name] = read.value;
   }
   return { ok: true, params };
@@ -130,16 +142,24 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     limit: ctx.limits.authorizeRequestsPerIpPerMinute,
     windowMs: 60_000,
   });
+  const perNetwork = ctx.throttles({
+    name: 'authorize-network',
+    limit: ctx.limits.authorizeRequestsPerNetworkPerMinute,
+    windowMs: 60_000,
+  });
 
   const invalidRequest = (reply: FastifyReply, message: string) =>
     sendHtml(reply, 400, renderErrorPage('Invalid authorization request', message));
 
-  /** Bounds unauthenticated work: authorize requests per client IP. */
+  /** Bounds unauthenticated work: authorize requests per client IP and per network. */
   async function rateLimited(
     request: FastifyRequest,
     reply: FastifyReply,
   ): Promise<FastifyReply | undefined> {
-    const decision = await perIp.reserve(request.ip);
+    const decision = await reserveEach([
+      [perIp, request.ip],
+      [perNetwork, clientNetwork(request.ip)],
+    ]);
     if (decision.allowed) return undefined;
     reply.header('retry-after', String(decision.retryAfterSeconds));
     return sendHtml(
@@ -152,29 +172,37 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     );
   }
 
-  /** Bounds memory: each rendered form holds a transaction until it is used or expires. */
-  async function atCapacity(): Promise<boolean> {
-    const cap = ctx.limits.maxPendingAuthorizations;
-    if ((await ctx.store.countTransactions()) < cap) return false;
-    await ctx.store.pruneExpired(ctx.clock());
-    return (await ctx.store.countTransactions()) >= cap;
-  }
-
-  /** Renders the form with a fresh single-use CSRF token bound to a new server-side transaction. */
+  /**
+   * Renders the form with a fresh single-use CSRF token bound to a new server-side transaction.
+   * Each pending form holds memory until used or expired, so the store admits it under the
+   * pending-login quotas, evicting the forms of whoever holds the most rather than refusing.
+   */
   async function showLoginForm(
     reply: FastifyReply,
+    from: FastifyRequest,
     request: AuthorizeRequest,
     status: number,
     extra: { email?: string; error?: string } = {},
   ): Promise<FastifyReply> {
     const csrfToken = randomToken(32);
-    await ctx.store.saveTransaction(sha256Base64Url(csrfToken), {
-      clientId: request.clientId,
-      redirectUri: request.redirectUri,
-      codeChallenge: request.codeChallenge,
-      state: request.state,
-      expiresAt: ctx.clock() + TRANSACTION_TTL_MS,
-    });
+    const now = ctx.clock();
+    await ctx.store.saveTransaction(
+      sha256Base64Url(csrfToken),
+      {
+        clientId: request.clientId,
+        redirectUri: request.redirectUri,
+        codeChallenge: request.codeChallenge,
+        state: request.state,
+        expiresAt: now + TRANSACTION_TTL_MS,
+      },
+      {
+        network: clientNetwork(from.ip),
+        now,
+        cap: ctx.limits.maxPendingAuthorizations,
+        perNetwork: ctx.limits.pendingAuthorizationsPerNetwork,
+        perClient: ctx.limits.pendingAuthorizationsPerClient,
+      },
+    );
     const hidden: Array<readonly [string, string]> = [
       ['client_id', request.clientId],
       ['redirect_uri', request.redirectUri],
@@ -207,14 +235,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     if (limited !== undefined) return limited;
     const validation = await validateAuthorize(request.query, ctx.issuer(request), ctx);
     if (!validation.ok) return invalidRequest(reply, validation.message);
-    if (await atCapacity()) {
-      return sendHtml(
-        reply,
-        503,
-        renderErrorPage('Service busy', 'Too many sign-ins are in progress. Try again later.'),
-      );
-    }
-    return showLoginForm(reply, validation.value, 200);
+    return showLoginForm(reply, request, validation.value, 200);
   });
 
   /** The CSRF token must name a live transaction made for exactly these parameters. */
@@ -238,6 +259,9 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
   app.post('/oauth/authorize', async (request, reply) => {
     const limited = await rateLimited(request, reply);
     if (limited !== undefined) return limited;
+    if (!isUtf8Body(request.headers['content-type'])) {
+      return invalidRequest(reply, 'The sign-in form must be sent in UTF-8.');
+    }
     const issuer = ctx.issuer(request);
     const validation = await validateAuthorize(request.body, issuer, ctx);
     if (!validation.ok) return invalidRequest(reply, validation.message);
@@ -258,7 +282,14 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
       email.value.length > MAX_EMAIL_LENGTH ||
       password.value.length > MAX_PASSWORD_LENGTH
     ) {
-      return showLoginForm(reply, authorize, 200, { error: 'Enter your e-mail and password.' });
+      return showLoginForm(reply, request, authorize, 200, {
+        error: 'Enter your e-mail and password.',
+      });
+    }
+    if (CONTROL_CHARACTER.test(email.value)) {
+      return showLoginForm(reply, request, authorize, 400, {
+        error: 'Enter a valid e-mail address.',
+      });
     }
     const account = email.value.trim().toLowerCase();
     // The attempt counts before the slow password check, so concurrent guesses cannot all be
@@ -269,7 +300,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     ]);
     if (!attempt.allowed) {
       reply.header('retry-after', String(attempt.retryAfterSeconds));
-      return showLoginForm(reply, authorize, 429, {
+      return showLoginForm(reply, request, authorize, 429, {
         email: email.value,
         error: 'Too many failed sign-in attempts. Wait a few minutes and try again.',
       });
@@ -280,18 +311,23 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     } catch (error) {
       await Promise.all([accountAttempts.release(account), ipAttempts.release(request.ip)]);
       request.log.error({ err: error }, 'login hook failed');
-      return showLoginForm(reply, authorize, 503, {
+      return showLoginForm(reply, request, authorize, 503, {
         email: email.value,
         error: 'Sign-in is temporarily unavailable. Try again later.',
       });
     }
     if (!result.ok) {
-      return showLoginForm(reply, authorize, 200, {
+      return showLoginForm(reply, request, authorize, 200, {
         email: email.value,
         error: loginFailureMessage(result.reason),
       });
     }
-    await Promise.all([accountAttempts.reset(account), ipAttempts.release(request.ip)]);
+    await Promise.all([
+      accountAttempts.reset(account),
+      ipAttempts.release(request.ip),
+      // A user signed in through it: the client is no longer one a flood may push out.
+      ctx.store.markClientUsed(authorize.clientId),
+    ]);
     const now = ctx.clock();
     await ctx.store.pruneExpired(now);
     const code = randomToken(32);

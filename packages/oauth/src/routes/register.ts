@@ -1,9 +1,11 @@
 import {
+  clientNetwork,
   MAX_REDIRECT_URIS,
   oauthError,
   oauthTooManyRequests,
   randomToken,
   redirectUriProblem,
+  reserveEach,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { readClientDisplay } from '../client-metadata.js';
@@ -58,6 +60,11 @@ export async function registerRegistrationRoute(
     limit: ctx.limits.registrationsPerIpPerHour,
     windowMs: 3_600_000,
   });
+  const perNetwork = ctx.throttles({
+    name: 'register-network',
+    limit: ctx.limits.registrationsPerNetworkPerHour,
+    windowMs: 3_600_000,
+  });
   // Its own context: the body is read as text whatever the content type, so the
   // "only when the content type contains application/json" rule is ours to apply.
   await app.register(async (scope) => {
@@ -66,7 +73,11 @@ export async function registerRegistrationRoute(
       done(null, body);
     });
     scope.post('/oauth/register', async (request, reply) => {
-      const decision = await perIp.reserve(request.ip);
+      const network = clientNetwork(request.ip);
+      const decision = await reserveEach([
+        [perIp, request.ip],
+        [perNetwork, network],
+      ]);
       if (!decision.allowed) {
         return oauthTooManyRequests(
           reply,
@@ -80,8 +91,19 @@ export async function registerRegistrationRoute(
         return oauthError(reply, 400, 'invalid_redirect_uri', redirectUris.problem);
       }
       const now = ctx.clock();
-      await ctx.store.pruneExpiredClients(now);
-      if ((await ctx.store.countClients()) >= ctx.limits.maxClients) {
+      const clientId = randomToken(32);
+      const display = readClientDisplay(body);
+      const saved = await ctx.store.saveClient(
+        {
+          clientId,
+          redirectUris: redirectUris.uris,
+          issuedAt: now,
+          expiresAt: now + CLIENT_TTL_MS,
+          ...display,
+        },
+        { network, now, cap: ctx.limits.maxClients },
+      );
+      if (!saved) {
         return oauthError(
           reply,
           503,
@@ -89,15 +111,6 @@ export async function registerRegistrationRoute(
           'The server holds too many registered clients; try again later.',
         );
       }
-      const clientId = randomToken(32);
-      const display = readClientDisplay(body);
-      await ctx.store.saveClient({
-        clientId,
-        redirectUris: redirectUris.uris,
-        issuedAt: now,
-        expiresAt: now + CLIENT_TTL_MS,
-        ...display,
-      });
       return reply
         .code(200)
         .header('cache-control', 'no-store')

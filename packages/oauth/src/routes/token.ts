@@ -1,4 +1,5 @@
 import {
+  isUtf8Body,
   oauthError,
   oauthTooManyRequests,
   randomToken,
@@ -8,6 +9,7 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
+import type { RefreshTokenEntry, RefreshTokenUse } from '../store.js';
 
 export const INVALID_CODE = 'The authorization code is invalid or expired.';
 export const CODE_MISMATCH = 'The authorization code does not match the request.';
@@ -50,26 +52,35 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
     return !resource.ok || (resource.value !== undefined && resource.value !== `${issuer}/mcp`);
   }
 
-  async function issueTokens(
+  function sendTokens(
     reply: FastifyReply,
-    grant: { userId: string; clientId: string; scope: string; familyId: string },
+    scope: string,
     accessToken: { token: string; expiresIn: number },
-  ): Promise<FastifyReply> {
-    const refreshToken = randomToken(32);
-    await ctx.store.saveRefreshToken(sha256Base64Url(refreshToken), {
-      familyId: grant.familyId,
-      userId: grant.userId,
-      clientId: grant.clientId,
-      scope: grant.scope,
-      expiresAt: ctx.clock() + ctx.refreshTokenTtlMs,
-    });
+    refreshToken: string,
+  ): FastifyReply {
     return reply.code(200).header('cache-control', 'no-store').header('pragma', 'no-cache').send({
       access_token: accessToken.token,
       token_type: 'Bearer',
       expires_in: accessToken.expiresIn,
       refresh_token: refreshToken,
-      scope: grant.scope,
+      scope,
     });
+  }
+
+  /** A refresh token's entry: the grant it continues, living `refreshTokenTtlMs` from now. */
+  function refreshEntry(grant: {
+    userId: string;
+    clientId: string;
+    scope: string;
+    familyId: string;
+  }): RefreshTokenEntry {
+    return {
+      familyId: grant.familyId,
+      userId: grant.userId,
+      clientId: grant.clientId,
+      scope: grant.scope,
+      expiresAt: ctx.clock() + ctx.refreshTokenTtlMs,
+    };
   }
 
   /**
@@ -137,13 +148,28 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
     if (scope === undefined) return oauthError(reply, 400, 'invalid_grant', SUBJECT_GONE);
     const grant = { userId: entry.userId, clientId: entry.clientId, scope };
     const token = await accessToken(issuer, grant);
-    return issueTokens(reply, { ...grant, familyId: entry.grantId }, token);
+    const refreshToken = randomToken(32);
+    await ctx.store.saveRefreshToken(
+      sha256Base64Url(refreshToken),
+      refreshEntry({ ...grant, familyId: entry.grantId }),
+    );
+    return sendTokens(reply, scope, token, refreshToken);
+  }
+
+  /** A refused presentation; a replay is worth a warning (its family was revoked). */
+  function refusedRefresh(request: FastifyRequest, reply: FastifyReply, use: RefreshTokenUse) {
+    if (use.outcome === 'reused') {
+      request.log.warn({ clientId: use.entry.clientId }, 'refresh token reused; family revoked');
+    }
+    return oauthError(reply, 400, 'invalid_grant', INVALID_REFRESH);
   }
 
   /**
-   * Rotation on every use (OAuth 2.1 §4.3.1 for public clients). The token is validated
-   * first and rotated last, so a refused request never burns a good token; presenting an
-   * already rotated token revokes its whole family.
+   * Rotation on every use (OAuth 2.1 §4.3.1 for public clients). The token is looked at
+   * first and rotated last, so a refused request never burns a good token. The store applies
+   * the rule of `RefreshTokenUse`: of concurrent requests with one token exactly one rotates it
+   * and the others are refused, the winner's new token staying valid; a token presented after
+   * its rotation's race window revokes its whole family, the winner's successor included.
    */
   async function refreshTokenGrant(request: FastifyRequest, reply: FastifyReply) {
     const issuer = ctx.issuer(request);
@@ -160,18 +186,10 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
       return oauthError(reply, 400, 'invalid_target', `The resource must be ${issuer}/mcp.`);
     }
     const tokenHash = sha256Base64Url(params.values.refresh_token);
-    const now = ctx.clock();
-    const entry = await ctx.store.getRefreshToken(tokenHash, now);
-    if (entry === undefined) {
-      const rotation = await ctx.store.rotateRefreshToken(tokenHash, now);
-      if (rotation.outcome === 'reused') {
-        request.log.warn(
-          { clientId: rotation.entry.clientId },
-          'refresh token reused; family revoked',
-        );
-      }
-      return oauthError(reply, 400, 'invalid_grant', INVALID_REFRESH);
-    }
+    const presented = { arrivedAt: ctx.clock(), raceWindowMs: ctx.refreshTokenRaceWindowMs };
+    const found = await ctx.store.presentRefreshToken(tokenHash, presented);
+    if (found.outcome !== 'live') return refusedRefresh(request, reply, found);
+    const entry = found.entry;
     if (entry.clientId !== params.values.client_id) {
       return oauthError(
         reply,
@@ -187,11 +205,17 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
     }
     const grant = { ...entry, scope };
     const token = await accessToken(issuer, grant);
-    const rotation = await ctx.store.rotateRefreshToken(tokenHash, now);
-    if (rotation.outcome !== 'rotated') {
-      return oauthError(reply, 400, 'invalid_grant', INVALID_REFRESH);
-    }
-    return issueTokens(reply, grant, token);
+    const refreshToken = randomToken(32);
+    const rotation = await ctx.store.presentRefreshToken(tokenHash, {
+      ...presented,
+      rotation: {
+        rotatedAt: ctx.clock(),
+        successorHash: sha256Base64Url(refreshToken),
+        successor: refreshEntry(grant),
+      },
+    });
+    if (rotation.outcome !== 'rotated') return refusedRefresh(request, reply, rotation);
+    return sendTokens(reply, scope, token, refreshToken);
   }
 
   app.post('/oauth/token', async (request, reply) => {
@@ -204,12 +228,15 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
       );
     }
     const contentType = request.headers['content-type'] ?? '';
-    if (!contentType.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+    if (
+      !contentType.toLowerCase().startsWith('application/x-www-form-urlencoded') ||
+      !isUtf8Body(contentType)
+    ) {
       return oauthError(
         reply,
         400,
         'invalid_request',
-        'The token request must be application/x-www-form-urlencoded.',
+        'The token request must be application/x-www-form-urlencoded, in UTF-8.',
       );
     }
     const grantType = singleParam(request.body, 'grant_type');
