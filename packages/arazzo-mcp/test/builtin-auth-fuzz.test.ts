@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { AccountStore } from '@mcp-identity/arazzo-mcp';
 import { AUTHORIZATION_REQUEST_PARAMETERS, type RunningServer } from '@mcp-identity/common';
 import { rawHttpStatus, seededRandom, useTempDir } from '@mcp-identity/common/testing';
 import { loginFormFields } from '@mcp-identity/oauth';
@@ -428,4 +430,280 @@ describe('Area A public surface under fuzzing', () => {
       }
     },
   );
+});
+
+/**
+ * The classes of malformed input issue 36 found (NUL bytes, Content-Types without a valid
+ * `type/subtype` or with a charset, floods), each sent to every endpoint it applies to: every
+ * answer is a 4xx in the endpoint's own shape, and the state a user depends on is unchanged —
+ * the accounts, a registered client, a refresh-token family, the account's sign-in.
+ */
+describe('Area A under malformed input by class: 4xx, state unchanged', () => {
+  let target: RunningServer;
+  const dataDir = tempDir();
+  let password = '';
+  let client = '';
+  let refreshToken = '';
+  const EMAIL = 'classes@example.com';
+  /** Each class from its own forwarded address, so that one's rate limits never hide another. */
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+
+  beforeAll(async () => {
+    target = await startBuiltinServer(tempDir(), {
+      dataDir,
+      trustProxy: true,
+      initialAccountEmail: EMAIL,
+      onInitialAccount: (account) => {
+        password = account.password;
+      },
+    });
+    const registration = await fetch(`${target.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
+    });
+    client = ((await registration.json()) as { client_id: string }).client_id;
+    refreshToken = (await signIn()).refresh_token;
+  });
+  afterAll(() => target?.close());
+
+  function authorizeParams(): Record<string, string> {
+    return { ...validAuthorizeParams(), client_id: client };
+  }
+
+  /** Form, sign-in and code exchange, from a fixed address of its own. */
+  async function signIn(): Promise<{ refresh_token: string }> {
+    const headers = from('192.0.2.10');
+    const verifier = 'state-unchanged-verifier-'.padEnd(43, 'x');
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const params = { ...authorizeParams(), code_challenge: challenge };
+    const page = await fetch(`${target.url}/oauth/authorize?${new URLSearchParams(params)}`, {
+      headers,
+    });
+    const login = await fetch(`${target.url}/oauth/authorize`, {
+      method: 'POST',
+      headers,
+      body: new URLSearchParams({ ...loginFormFields(await page.text()), email: EMAIL, password }),
+      redirect: 'manual',
+    });
+    const code = new URL(login.headers.get('location') as string).searchParams.get('code');
+    const token = await fetch(`${target.url}/oauth/token`, {
+      method: 'POST',
+      headers,
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: code as string,
+        client_id: client,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+      }),
+    });
+    expect(token.status).toBe(200);
+    return (await token.json()) as { refresh_token: string };
+  }
+
+  /** The accounts, the client, the refresh-token family and the sign-in, as before the class. */
+  async function expectStateUnchanged(): Promise<void> {
+    const accounts = AccountStore.open(dataDir);
+    try {
+      expect(accounts.list().map((account) => account.email)).toEqual([EMAIL]);
+    } finally {
+      accounts.close();
+    }
+    const headers = from('192.0.2.11');
+    const page = await fetch(
+      `${target.url}/oauth/authorize?${new URLSearchParams(authorizeParams())}`,
+      {
+        headers,
+      },
+    );
+    expect(page.status).toBe(200);
+    const refreshed = await fetch(`${target.url}/oauth/token`, {
+      method: 'POST',
+      headers,
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: refreshToken,
+        client_id: client,
+      }),
+    });
+    expect(refreshed.status).toBe(200);
+    refreshToken = ((await refreshed.json()) as { refresh_token: string }).refresh_token;
+    const login = await fetch(`${target.url}/api/auth/login`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: EMAIL, password }),
+    });
+    expect(login.status).toBe(200);
+  }
+
+  type Probe = { name: string; send: () => Promise<Response> };
+
+  async function expectAll4xx(probes: Probe[]): Promise<void> {
+    const answers: string[] = [];
+    for (const probe of probes) {
+      const response = await probe.send();
+      await response.arrayBuffer();
+      if (response.status < 400 || response.status >= 500) {
+        answers.push(`${probe.name}: ${response.status}`);
+      }
+    }
+    expect(answers).toEqual([]);
+    await expectStateUnchanged();
+  }
+
+  it('answers a NUL byte in any parameter of any endpoint with a 4xx', async () => {
+    const headers = from('198.51.100.1');
+    const withNul = (params: Record<string, string>, name: string) => ({
+      ...params,
+      [name]: `${params[name] ?? ''}\u0000`,
+    });
+    const authorize = authorizeParams();
+    const form = async () => {
+      const page = await fetch(`${target.url}/oauth/authorize?${new URLSearchParams(authorize)}`, {
+        headers,
+      });
+      return { ...loginFormFields(await page.text()), email: EMAIL, password };
+    };
+    const grants: Record<string, string>[] = [
+      {
+        grant_type: 'authorization_code',
+        code: 'A'.repeat(43),
+        client_id: client,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: 'v'.repeat(43),
+      },
+      { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client },
+    ];
+    const post = (path: string, body: string, contentType: string) => () =>
+      fetch(`${target.url}${path}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': contentType },
+        body,
+        redirect: 'manual',
+      });
+    const formType = 'application/x-www-form-urlencoded';
+    await expectAll4xx([
+      ...Object.keys(authorize).map((name) => ({
+        name: `GET /oauth/authorize ${name}`,
+        send: () =>
+          fetch(`${target.url}/oauth/authorize?${new URLSearchParams(withNul(authorize, name))}`, {
+            headers,
+          }),
+      })),
+      ...['email', 'state', 'client_id'].map((name) => ({
+        name: `POST /oauth/authorize ${name}`,
+        send: async () =>
+          post(
+            '/oauth/authorize',
+            new URLSearchParams(withNul(await form(), name)).toString(),
+            formType,
+          )(),
+      })),
+      ...grants.flatMap((grant) =>
+        Object.keys(grant).map((name) => ({
+          name: `POST /oauth/token ${grant.grant_type} ${name}`,
+          send: post(
+            '/oauth/token',
+            new URLSearchParams(withNul(grant, name)).toString(),
+            formType,
+          ),
+        })),
+      ),
+      ...['email', 'password'].map((name) => ({
+        name: `POST /api/auth/login ${name}`,
+        send: post(
+          '/api/auth/login',
+          JSON.stringify(withNul({ email: EMAIL, password: 'wrong password' }, name)),
+          'application/json',
+        ),
+      })),
+      {
+        name: 'POST /oauth/register redirect_uris',
+        send: post(
+          '/oauth/register',
+          JSON.stringify({ redirect_uris: [`${REDIRECT_URI}\u0000`] }),
+          'application/json',
+        ),
+      },
+    ]);
+  });
+
+  it('answers a Content-Type without a valid type/subtype, or of the wrong kind, with a 4xx', async () => {
+    const headers = from('198.51.100.2');
+    const contentTypes = [
+      ';;;',
+      '/',
+      'application/',
+      'text/plain',
+      'application/json; charset=utf-7',
+      'multipart/form-data; boundary=x',
+      'application/octet-stream',
+      'application/x-www-form-urlencoded; charset=utf-16',
+      'application/x-www-form-urlencoded; charset="utf-7"',
+    ];
+    const token = new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: client,
+    }).toString();
+    const login = JSON.stringify({ email: EMAIL, password });
+    const send = (path: string, contentType: string, body: string) => () =>
+      fetch(`${target.url}${path}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': contentType },
+        body,
+        redirect: 'manual',
+      });
+    await expectAll4xx(
+      contentTypes.flatMap((contentType) => [
+        { name: `token ${contentType}`, send: send('/oauth/token', contentType, token) },
+        { name: `login ${contentType}`, send: send('/api/auth/login', contentType, login) },
+        {
+          name: `authorize ${contentType}`,
+          send: send(
+            '/oauth/authorize',
+            contentType,
+            new URLSearchParams(authorizeParams()).toString(),
+          ),
+        },
+      ]),
+    );
+  });
+
+  it('answers floods from one address with 429 beyond each limit, and serves everyone else', async () => {
+    const headers = from('198.51.100.3');
+    const statuses = async (count: number, send: () => Promise<Response>) => {
+      const seen = new Map<number, number>();
+      for (let i = 0; i < count; i += 1) {
+        const response = await send();
+        await response.arrayBuffer();
+        seen.set(response.status, (seen.get(response.status) ?? 0) + 1);
+      }
+      return Object.fromEntries(seen);
+    };
+    const query = new URLSearchParams(authorizeParams());
+    expect(
+      await statuses(130, () => fetch(`${target.url}/oauth/authorize?${query}`, { headers })),
+    ).toEqual({ 200: 120, 429: 10 });
+    expect(
+      await statuses(25, () =>
+        fetch(`${target.url}/oauth/register`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: '{}',
+        }),
+      ),
+    ).toEqual({ 200: 20, 429: 5 });
+    expect(
+      await statuses(25, () =>
+        fetch(`${target.url}/api/auth/login`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'nobody@example.com', password: 'wrong password' }),
+        }),
+      ),
+    ).toEqual({ 401: 5, 429: 20 });
+    await expectStateUnchanged();
+  });
 });

@@ -4,13 +4,20 @@ import { ConfigError } from '@mcp-identity/common';
 import {
   describeRequiring,
   redisMissing,
+  refreshRaceChain,
   startRedis,
   type TestRedis,
   useTempDir,
 } from '@mcp-identity/common/testing';
-import { loginFormFields } from '@mcp-identity/oauth';
+import { DEFAULT_REFRESH_RACE_WINDOW_SECONDS, loginFormFields } from '@mcp-identity/oauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeAcross, REDIRECT_URI, registerClient } from './support/authorize.js';
+import {
+  authorizeAcross,
+  exchangeCode,
+  REDIRECT_URI,
+  refreshAt,
+  registerClient,
+} from './support/authorize.js';
 import { startBuiltinServer } from './support/builtin-server.js';
 
 const tempDir = useTempDir('arazzo-mcp-redis-');
@@ -40,6 +47,8 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
   let redis: TestRedis;
   const servers: RunningServer[] = [];
   let password = '';
+  /** Added to every instance's clock: how a test moves past the refresh race window. */
+  let skew = 0;
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -50,6 +59,7 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
         await startBuiltinServer(tempDir(), {
           dataDir,
           stateUrl: redis.url,
+          clock: () => Date.now() + skew,
           onInitialAccount: (account) => {
             password = account.password;
           },
@@ -66,22 +76,13 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
 
   it('registers at one, signs in at another, and gives one 200 to 20 exchanges spread over all', async () => {
     const [first, second] = servers as [RunningServer, RunningServer, RunningServer];
-    const { clientId, verifier, code } = await authorizeAcross(first.url, second.url, {
+    const grant = await authorizeAcross(first.url, second.url, {
       email: 'admin@localhost',
       password,
     });
     const statuses = await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
-        const response = await fetch(`${at(i)}/oauth/token`, {
-          method: 'POST',
-          body: new URLSearchParams({
-            grant_type: 'authorization_code',
-            code,
-            client_id: clientId,
-            redirect_uri: REDIRECT_URI,
-            code_verifier: verifier,
-          }),
-        });
+        const response = await exchangeCode(at(i), grant);
         await response.arrayBuffer();
         return response.status;
       }),
@@ -89,6 +90,39 @@ describeRequiring('Area A instances sharing --state-url Redis', redisMissing(), 
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     expect(statuses.filter((s) => s === 400)).toHaveLength(19);
   });
+
+  /** A code exchanged at `at(2)`: a fresh refresh-token family of the first account. */
+  async function freshTokens(): Promise<{ refreshToken: string; clientId: string }> {
+    const grant = await authorizeAcross(at(0), at(1), { email: 'admin@localhost', password });
+    const response = await exchangeCode(at(2), grant);
+    expect(response.status).toBe(200);
+    const { refresh_token: refreshToken } = (await response.json()) as { refresh_token: string };
+    return { refreshToken, clientId: grant.clientId };
+  }
+
+  it.each([
+    ['twice to one instance', [0, 0]],
+    ['to two instances', [0, 1]],
+  ])(
+    'gives one refresh token sent at once %s exactly one winner whose new token stays valid (20 races), until a replay revokes the family',
+    async (_, pair) => {
+      const tokens = await freshTokens();
+      const endpoints = pair.map((i) => `${at(i)}/oauth/token`);
+      // Each race is on the previous winner's token: a family revoked by a race breaks the chain.
+      const { first, last } = await refreshRaceChain(endpoints, tokens);
+      const refresh = (base: string, refreshToken: string) =>
+        refreshAt(base, tokens.clientId, refreshToken);
+      // Past the race window, the first token again is a replay: it revokes the whole family,
+      // at every instance, the last winner's token included.
+      skew += DEFAULT_REFRESH_RACE_WINDOW_SECONDS * 1000;
+      expect((await refresh(at(2), first)).status).toBe(400);
+      for (let i = 0; i < 3; i += 1) {
+        const response = await refresh(at(i), last);
+        expect(response.status).toBe(400);
+        expect(await response.json()).toMatchObject({ error: 'invalid_grant' });
+      }
+    },
+  );
 
   /** Wrong-password logins for one account, spread round-robin over the instances. */
   const wrongLogins = (count: number, email: string) =>

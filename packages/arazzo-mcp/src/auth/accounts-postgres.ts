@@ -19,9 +19,9 @@ import {
   duplicateEmail,
   hashNewPassword,
   newAccountRow,
-  normalizeEmail,
   notFound,
   PasswordChecker,
+  requireAccountEmail,
   toAccount,
 } from './accounts.js';
 
@@ -166,7 +166,7 @@ export class PostgresAccountStore implements Accounts {
   }
 
   async setPassword(email: string, password: string): Promise<Account> {
-    const normalized = normalizeEmail(email);
+    const normalized = requireAccountEmail(email);
     const hash = await hashNewPassword(password);
     const { rows } = await this.query<AccountRow>(
       'UPDATE arazzo_mcp_accounts SET password_hash = $1 WHERE email = $2 RETURNING *',
@@ -177,7 +177,7 @@ export class PostgresAccountStore implements Accounts {
   }
 
   async remove(email: string): Promise<Account> {
-    const normalized = normalizeEmail(email);
+    const normalized = requireAccountEmail(email);
     const { rows } = await this.query<AccountRow>(
       'DELETE FROM arazzo_mcp_accounts WHERE email = $1 RETURNING *',
       [normalized],
@@ -187,7 +187,7 @@ export class PostgresAccountStore implements Accounts {
   }
 
   async verify(email: string, password: string): Promise<AccountCheck> {
-    return this.#passwords.check(await this.row(normalizeEmail(email)), password);
+    return this.#passwords.verify(email, password, (normalized) => this.row(normalized));
   }
 
   /**

@@ -47,16 +47,28 @@ export const MIN_PASSWORD_LENGTH = 8;
 /** scrypt's cost does not depend on the input length, but bodies this long are abuse. */
 export const MAX_PASSWORD_LENGTH = 1024;
 const MAX_EMAIL_LENGTH = 254;
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
+/**
+ * One `@` between non-empty parts without white space or control characters: no address of
+ * RFC 5321 / RFC 6531 holds a control character, and PostgreSQL's text cannot hold NUL at all,
+ * so input with one is refused here, the same for both stores, before any query.
+ */
+const EMAIL = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 
 /** E-mail addresses are unique regardless of case: stored and looked up lower-cased. */
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-function validEmail(email: string): string {
+/** The normalized form of `email` when an account could have it, else undefined. */
+export function accountEmail(email: string): string | undefined {
   const normalized = normalizeEmail(email);
-  if (normalized.length > MAX_EMAIL_LENGTH || !EMAIL.test(normalized)) {
+  return normalized.length <= MAX_EMAIL_LENGTH && EMAIL.test(normalized) ? normalized : undefined;
+}
+
+/** `accountEmail`, or an `AccountError` (exit 1 / HTTP 400) naming the input. */
+export function requireAccountEmail(email: string): string {
+  const normalized = accountEmail(email);
+  if (normalized === undefined) {
     throw new AccountError(`not an e-mail address: ${JSON.stringify(email)}`, 'invalid_email');
   }
   return normalized;
@@ -93,7 +105,7 @@ export const toAccount = (row: AccountRow): Account => ({
 
 /** A validated new account and its password hash, ready to insert. */
 export async function newAccountRow(email: string, password: string): Promise<AccountRow> {
-  const normalized = validEmail(email);
+  const normalized = requireAccountEmail(email);
   return {
     id: randomUUID(),
     email: normalized,
@@ -121,6 +133,20 @@ export function notFound(email: string): AccountError {
  */
 export class PasswordChecker {
   #dummyHash: Promise<string> | undefined;
+
+  /**
+   * Verifies `password` for the account `email` names, read with `find` only when the e-mail
+   * could be an account's: input no account can have never reaches the database, and costs
+   * what a wrong password costs.
+   */
+  async verify(
+    email: string,
+    password: string,
+    find: (normalizedEmail: string) => Awaitable<AccountRow | undefined>,
+  ): Promise<AccountCheck> {
+    const normalized = accountEmail(email);
+    return this.check(normalized === undefined ? undefined : await find(normalized), password);
+  }
 
   async check(row: AccountRow | undefined, password: string): Promise<AccountCheck> {
     if (row === undefined || password.length > MAX_PASSWORD_LENGTH) {
@@ -200,7 +226,7 @@ export class AccountStore implements Accounts {
   }
 
   async setPassword(email: string, password: string): Promise<Account> {
-    const normalized = normalizeEmail(email);
+    const normalized = requireAccountEmail(email);
     const hash = await hashNewPassword(password);
     const row = this.#db
       .prepare<[string, string], AccountRow>(
@@ -212,7 +238,7 @@ export class AccountStore implements Accounts {
   }
 
   remove(email: string): Account {
-    const normalized = normalizeEmail(email);
+    const normalized = requireAccountEmail(email);
     const row = this.#row(normalized);
     if (row === undefined) throw notFound(normalized);
     this.#db.prepare('DELETE FROM accounts WHERE id = ?').run(row.id);
@@ -220,7 +246,7 @@ export class AccountStore implements Accounts {
   }
 
   async verify(email: string, password: string): Promise<AccountCheck> {
-    return this.#passwords.check(this.#row(normalizeEmail(email)), password);
+    return this.#passwords.verify(email, password, (normalized) => this.#row(normalized));
   }
 
   close(): void {

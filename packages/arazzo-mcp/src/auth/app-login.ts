@@ -1,5 +1,6 @@
 import {
   bearerToken,
+  isUtf8Body,
   memoryThrottles,
   reserveEach,
   type ThrottleFactory,
@@ -8,7 +9,7 @@ import type { IssuerResolver, SigningKey } from '@mcp-identity/oauth';
 import { signToken } from '@mcp-identity/oauth';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { jwtVerify } from 'jose';
-import { type Accounts, normalizeEmail } from './accounts.js';
+import { type Accounts, accountEmail } from './accounts.js';
 
 export const LOGIN_PATH = '/api/auth/login';
 export const ME_PATH = '/api/auth/me';
@@ -40,13 +41,22 @@ function sendError(reply: FastifyReply, status: number, error: string, message: 
   return reply.code(status).header('cache-control', 'no-store').send({ error, message });
 }
 
-function credentialsOf(body: unknown): { email: string; password: string } | undefined {
+/**
+ * The credentials of a login body, validated here at the boundary: an `email` no account can
+ * have (a control character, a NUL that PostgreSQL could not even compare) is refused as
+ * malformed before any throttle or query. `account` is the normalized e-mail.
+ */
+function credentialsOf(
+  body: unknown,
+): { email: string; account: string; password: string } | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const email = 'email' in body ? body.email : undefined;
   const password = 'password' in body ? body.password : undefined;
-  if (typeof email !== 'string' || typeof password !== 'string') return undefined;
-  if (email.trim() === '' || password === '') return undefined;
-  return { email, password };
+  if (typeof email !== 'string' || typeof password !== 'string' || password === '') {
+    return undefined;
+  }
+  const account = accountEmail(email);
+  return account === undefined ? undefined : { email, account, password };
 }
 
 /**
@@ -78,16 +88,19 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
   });
 
   app.post(LOGIN_PATH, async (request, reply) => {
+    if (!isUtf8Body(request.headers['content-type'])) {
+      return sendError(reply, 415, 'invalid_request', 'Send the JSON body in UTF-8.');
+    }
     const credentials = credentialsOf(request.body);
     if (credentials === undefined) {
       return sendError(
         reply,
         400,
         'invalid_request',
-        'Send a JSON object with string fields "email" and "password".',
+        'Send a JSON object with the string fields "email" (an e-mail address) and "password".',
       );
     }
-    const account = normalizeEmail(credentials.email);
+    const { account } = credentials;
     // The attempt counts before the slow password check, so concurrent guesses cannot all be
     // evaluated; a success gives it back.
     const attempt = await reserveEach([

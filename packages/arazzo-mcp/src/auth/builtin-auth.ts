@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { createCorsHook, createOriginPolicy, createRedisThrottles } from '@mcp-identity/common';
 import {
+  type Clock,
   createAccessTokenIssuer,
   createIssuerResolver,
   createMcpGuard,
@@ -53,6 +54,10 @@ export interface BuiltinAuthOptions {
    * throttles' counters; else process memory.
    */
   stateUrl?: string;
+  /** See `OAuthServerOptions.refreshTokenRaceWindowSeconds`; default 2 s. */
+  refreshTokenRaceWindowSeconds?: number;
+  /** Milliseconds since the epoch, for every expiry and window; tests inject their own. */
+  clock?: Clock;
 }
 
 /**
@@ -118,6 +123,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
   const guard = createMcpGuard({
     key: key.publicKey,
     algorithms: [key.alg],
+    clock: options.clock,
     ...issuerOptions,
     // A removed account's access tokens stop working at once, not when they expire.
     isSubjectActive: async (subject) => (await accounts.findById(subject)) !== undefined,
@@ -136,6 +142,8 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
       ...(store ? { store } : {}),
       ...(throttles ? { throttles: throttles.factory } : {}),
       applicationName: 'Arazzo MCP',
+      refreshTokenRaceWindowSeconds: options.refreshTokenRaceWindowSeconds,
+      clock: options.clock,
       // The application's login operation, remember-me false: it verifies and keeps nothing.
       login: async ({ email, password }) => {
         const result = await accounts.verify(email, password);
@@ -151,6 +159,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
           : { active: true, scopes: [SCOPE] },
       issueAccessToken: createAccessTokenIssuer(key, {
         ttlSeconds: options.accessTokenTtlSeconds ?? 300,
+        clock: options.clock,
       }),
       jwks: async () => publicJwks(key),
     });
@@ -159,6 +168,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
       key,
       issuer: createIssuerResolver(issuerOptions),
       tokenTtlSeconds: options.loginTokenTtlSeconds,
+      clock: options.clock,
       throttles: throttles?.factory,
     });
   };

@@ -1,4 +1,5 @@
 import { defineConfig } from '@mcp-identity/common';
+import { DEFAULT_REFRESH_RACE_WINDOW_SECONDS } from '@mcp-identity/oauth';
 import { DEFAULT_ADMIN_EMAIL, DEFAULT_DATA_DIR } from '../auth/builtin-auth.js';
 import { HEADER_NAME_PATTERN, REQUIRED_HEADER_VALUE_ENV } from '../http/required-header.js';
 
@@ -121,6 +122,14 @@ export const serveFields = defineConfig({
       'With --auth builtin: Redis URL (redis:// or rediss://) keeping the OAuth state for every instance (default: process memory)',
     env: 'ARAZZO_MCP_STATE_URL',
     schema: { pattern: '^rediss?://' },
+  },
+  refreshRaceWindow: {
+    type: 'integer',
+    description:
+      'With --auth builtin: seconds after a refresh token is rotated during which it counts as sent concurrently (refused, its grant kept) rather than replayed (its grant revoked); 0 keeps only requests that arrived before the rotation',
+    env: 'ARAZZO_MCP_REFRESH_RACE_WINDOW',
+    default: DEFAULT_REFRESH_RACE_WINDOW_SECONDS,
+    schema: { minimum: 0 },
   },
   allowedOrigin: {
     type: 'string[]',

@@ -27,6 +27,7 @@ export async function serve(options: ServeOptions, io: CliIo): Promise<number> {
           trustProxy: options.trustProxy,
           initialAccountEmail: options.adminEmail,
           stateUrl: options.stateUrl,
+          refreshTokenRaceWindowSeconds: options.refreshRaceWindow,
           onInitialAccount: (account: { email: string; password: string }) =>
             io.out(describeInitialAccount(account)),
         }

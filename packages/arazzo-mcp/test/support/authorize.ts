@@ -38,3 +38,32 @@ export async function authorizeAcross(
   const redirect = await submitLoginForm(`${loginAt}/oauth/authorize?${query}`, credentials);
   return { clientId, verifier, code: redirect.searchParams.get('code') as string };
 }
+
+/** The authorization-code exchange at `base` of a code from `authorizeAcross`. */
+export function exchangeCode(
+  base: string,
+  grant: { clientId: string; verifier: string; code: string },
+): Promise<Response> {
+  return fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: grant.code,
+      client_id: grant.clientId,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: grant.verifier,
+    }),
+  });
+}
+
+/** A refresh-token grant at `base`. */
+export function refreshAt(base: string, clientId: string, refreshToken: string): Promise<Response> {
+  return fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: clientId,
+    }),
+  });
+}
