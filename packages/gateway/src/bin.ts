@@ -1,20 +1,20 @@
 #!/usr/bin/env node
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ConfigError, createLogger, hashSecret, runMain } from '@mcp-identity/common';
+import { migrateToPostgres } from './control-plane/migrate.js';
 import type { GatewayOptions } from './gateway.js';
-import { migrateToPostgres } from './migrate.js';
 import { serveGateway } from './workers.js';
 
-const USAGE = `Usage:
-  gateway serve --config <file.toml> [--data-dir <dir>] [--database-url <postgres://...>]
-                [--workers <n>]   (database URL also from GATEWAY_DATABASE_URL; workers default
-                                  to one per core, 1 = a single process)
-  gateway hash-password            (reads a password from stdin, prints its hash for the config)
-  gateway migrate --data-dir <dir> [--database-url <postgres://...>]
-                                   (copies a SQLite data directory's proxies and generated admin
-                                    into PostgreSQL; safe to run again)
-  gateway --version                (prints the version)
+const USAGE = `Usage: mcp-identity-gateway <command>   (or: mcp-identity gateway <command>)
+  serve --config <file.toml> [--data-dir <dir>] [--database-url <postgres://...>]
+        [--workers <n>]    (database URL also from GATEWAY_DATABASE_URL; workers default
+                            to one per core, 1 = a single process)
+  hash-password            (reads a password from stdin, prints its hash for the config)
+  migrate --data-dir <dir> [--database-url <postgres://...>]
+                           (copies a SQLite data directory's proxies and generated admin
+                            into PostgreSQL; safe to run again)
+  --version                (prints the version)
 `;
 
 function workerCount(flag: string | undefined): number {
@@ -28,11 +28,24 @@ function workerCount(flag: string | undefined): number {
   return count;
 }
 
+/** parseArgs whose refusals (unknown flag, missing value) are a ConfigError, exit 2, as in loadConfig. */
+function parseFlags<const O extends NonNullable<ParseArgsConfig['options']>>(
+  args: string[],
+  options: O,
+) {
+  try {
+    return parseArgs({ args, options, strict: true }).values;
+  } catch (error) {
+    throw new ConfigError([
+      { key: 'arguments', source: 'command line', message: (error as Error).message },
+    ]);
+  }
+}
+
 async function migrate(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: { 'data-dir': { type: 'string' }, 'database-url': { type: 'string' } },
-    strict: true,
+  const values = parseFlags(args, {
+    'data-dir': { type: 'string' },
+    'database-url': { type: 'string' },
   });
   const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
   if (!values['data-dir'] || !databaseUrl) {
@@ -76,15 +89,11 @@ runMain(
       process.stderr.write(USAGE);
       return command === undefined || command === '--help' || command === 'help' ? 0 : 2;
     }
-    const { values } = parseArgs({
-      args: rest,
-      options: {
-        config: { type: 'string', short: 'c' },
-        'data-dir': { type: 'string' },
-        'database-url': { type: 'string' },
-        workers: { type: 'string' },
-      },
-      strict: true,
+    const values = parseFlags(rest, {
+      config: { type: 'string', short: 'c' },
+      'data-dir': { type: 'string' },
+      'database-url': { type: 'string' },
+      workers: { type: 'string' },
     });
     const options: GatewayOptions = { handleSignals: true, guardProcess: true };
     if (values.config) options.configFile = values.config;

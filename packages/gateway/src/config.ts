@@ -10,8 +10,8 @@ import {
 } from '@mcp-identity/common';
 import { Type } from '@sinclair/typebox';
 import { parse as parseToml } from 'smol-toml';
+import { DEFAULT_SECRET_ACCESS, ENV_NAME, type SecretAccess } from './control-plane/secret-ref.js';
 import { parseDurationMs } from './durations.js';
-import { DEFAULT_SECRET_ACCESS, ENV_NAME, type SecretAccess } from './secret-ref.js';
 
 interface Problem {
   key: string;

@@ -15,17 +15,17 @@ import {
   type ThrottleFactory,
 } from '@mcp-identity/common';
 import { TokenVerifier } from './auth/verifier.js';
-import { BodyBudget, ByteBudget } from './body-budget.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
-import { type ControlPlane, createControlPlane } from './control-plane.js';
-import { Listener } from './listener.js';
-import { createMcpEndpoint } from './mcp-endpoint.js';
+import { type ControlPlane, createControlPlane } from './control-plane/control-plane.js';
+import { type ProxyEntry, ProxyMirror } from './control-plane/proxy-sync.js';
+import { BodyBudget, ByteBudget } from './data-plane/body-budget.js';
+import { Listener } from './data-plane/listener.js';
+import { createMcpEndpoint } from './data-plane/mcp-endpoint.js';
+import { ProxyRegistry } from './data-plane/registry.js';
+import { registerDataPlane } from './data-plane/routing.js';
 import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
-import { type ProxyEntry, ProxyMirror } from './proxy-sync.js';
 import { openRateLimitCounters } from './ratelimit-counters.js';
-import { ProxyRegistry } from './registry.js';
-import { registerDataPlane } from './routing.js';
 
 export interface GatewayOptions {
   /** A resolved configuration (see `resolveConfig`); wins over `configFile` and `settings`. */
@@ -152,7 +152,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     upstreams: () => registry.runtimes(),
     bufferedAnswerBytes: () => answerBudget.usedBytes,
   });
-  // Audit lines are written by `recordLineWriter` (mcp-request.ts), in this child's name.
+  // `recordLineWriter` (data-plane/mcp-request.ts) writes the audit lines, in this child's name.
   const audit = logger.child({ component: 'audit' });
   const httpsListener = new Listener('https');
   const httpListener = new Listener('http');

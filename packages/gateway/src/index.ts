@@ -14,6 +14,6 @@ export {
   type ValidationContext,
   type ValidationResult,
   validateDefinition,
-} from './definition.js';
+} from './control-plane/definition.js';
+export { parseMcpBody } from './data-plane/jsonrpc.js';
 export { type GatewayOptions, type RunningGateway, startGateway } from './gateway.js';
-export { parseMcpBody } from './jsonrpc.js';

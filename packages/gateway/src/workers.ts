@@ -7,8 +7,9 @@ import {
   type Logger,
   startServer,
 } from '@mcp-identity/common';
-import { createControlPlane } from './control-plane.js';
-import type { McpProxyDefinition } from './definition.js';
+import { createControlPlane } from './control-plane/control-plane.js';
+import type { McpProxyDefinition } from './control-plane/definition.js';
+import type { ProxyEntry, ProxyTarget } from './control-plane/proxy-sync.js';
 import {
   type GatewayOptions,
   gatewayConfigOf,
@@ -19,7 +20,6 @@ import {
 } from './gateway.js';
 import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
-import type { ProxyEntry, ProxyTarget } from './proxy-sync.js';
 import {
   type CounterAnswer,
   type CounterRequest,

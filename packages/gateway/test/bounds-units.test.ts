@@ -1,10 +1,14 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
-import { ByteBudget, Reservation } from '../src/body-budget.js';
-import { LIST_WORKING_COPIES, readList, SseListFilter } from '../src/list-filter.js';
-import { UpstreamConnections } from '../src/upstream-connections.js';
-import { ExchangeFailure, failureOf, unansweredFailure } from '../src/upstream-failure.js';
+import { ByteBudget, Reservation } from '../src/data-plane/body-budget.js';
+import { LIST_WORKING_COPIES, readList, SseListFilter } from '../src/data-plane/list-filter.js';
+import { UpstreamConnections } from '../src/data-plane/upstream-connections.js';
+import {
+  ExchangeFailure,
+  failureOf,
+  unansweredFailure,
+} from '../src/data-plane/upstream-failure.js';
 
 const KiB = 1024;
 

@@ -1,4 +1,4 @@
-import { SchemaError } from '@mcp-identity/common';
+import { memoryThrottles, SchemaError } from '@mcp-identity/common';
 import { describe, expect, it } from 'vitest';
 import type { TokenVerifier } from '../src/auth/verifier.js';
 import { POLICIES } from '../src/policies/index.js';
@@ -8,6 +8,7 @@ const setup: PolicySetup = {
   keyManagers: [],
   verifier: {} as TokenVerifier,
   now: Date.now,
+  throttles: memoryThrottles(),
   provideAuthenticator: () => {},
 };
 

@@ -1,7 +1,7 @@
 import { createLogger } from '@mcp-identity/common';
 import { describe, expect, it } from 'vitest';
-import type { McpProxyDefinition } from '../src/definition.js';
-import { ProxyMirror, type ProxyTarget } from '../src/proxy-sync.js';
+import type { McpProxyDefinition } from '../src/control-plane/definition.js';
+import { ProxyMirror, type ProxyTarget } from '../src/control-plane/proxy-sync.js';
 
 /** A routing table with the registry's rule: applying an id first unroutes that id's context. */
 class ContextTable implements ProxyTarget {

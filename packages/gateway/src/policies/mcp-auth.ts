@@ -1,7 +1,7 @@
 import { bearerToken } from '@mcp-identity/common';
 import { type Static, Type } from '@sinclair/typebox';
 import type { VerifiedToken } from '../auth/verifier.js';
-import type { McpCall } from '../jsonrpc.js';
+import type { McpCall } from '../data-plane/jsonrpc.js';
 import { insufficientScope, keysUnavailable, unauthenticated } from './challenge.js';
 import { definePolicy } from './define-policy.js';
 import type { Authenticator, AuthOutcome, Exchange, Policy, PolicySetup } from './policy.js';

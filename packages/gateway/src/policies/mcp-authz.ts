@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { JWTPayload } from 'jose';
 import type { VerifiedToken } from '../auth/verifier.js';
-import type { McpCall } from '../jsonrpc.js';
+import type { McpCall } from '../data-plane/jsonrpc.js';
 import { insufficientScope } from './challenge.js';
 import { definePolicy } from './define-policy.js';
 import {

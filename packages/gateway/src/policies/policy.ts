@@ -3,8 +3,8 @@ import type { ThrottleFactory } from '@mcp-identity/common';
 import type { TSchema } from '@sinclair/typebox';
 import type { TokenVerifier, VerifiedToken } from '../auth/verifier.js';
 import type { KeyManagerConfig } from '../config.js';
-import type { McpCall } from '../jsonrpc.js';
-import type { SecretAccess } from '../secret-ref.js';
+import type { SecretAccess } from '../control-plane/secret-ref.js';
+import type { McpCall } from '../data-plane/jsonrpc.js';
 
 /** What the data plane needs to answer a refused request itself instead of forwarding it. */
 export interface Refusal {

@@ -1,10 +1,10 @@
 import { parse as parseYaml } from 'yaml';
-import { POLICIES } from './policies/index.js';
-import type { ValidationContext } from './policies/policy.js';
-import { isKnownPolicy, supportedVersions, validatePolicyParams } from './policies/schemas.js';
+import { POLICIES } from '../policies/index.js';
+import type { ValidationContext } from '../policies/policy.js';
+import { isKnownPolicy, supportedVersions, validatePolicyParams } from '../policies/schemas.js';
 import { DEFAULT_SECRET_ACCESS, secretRefProblem } from './secret-ref.js';
 
-export type { ValidationContext } from './policies/policy.js';
+export type { ValidationContext } from '../policies/policy.js';
 
 export const SUPPORTED_SPEC_VERSIONS = ['2025-06-18', '2025-11-25'] as const;
 const HEALTH_PREFIX = '/_gateway-health';

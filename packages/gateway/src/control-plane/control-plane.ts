@@ -1,6 +1,6 @@
 import { createApp, type Logger } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
-import type { GatewayConfig } from './config.js';
+import type { GatewayConfig } from '../config.js';
 import { MAX_DEFINITION_BYTES } from './definition.js';
 import { registerManagementApi } from './management/api.js';
 import { adminFileUsers, BasicAuthenticator, resolveManagementUsers } from './management/users.js';

@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { boundedMemo } from '@mcp-identity/common';
-import type { VerifiedToken } from './auth/verifier.js';
+import type { VerifiedToken } from '../auth/verifier.js';
+import { unauthenticated } from '../policies/challenge.js';
+import type { AuthOutcome, Exchange, Refusal } from '../policies/policy.js';
 import type { McpCall } from './jsonrpc.js';
-import { unauthenticated } from './policies/challenge.js';
-import type { AuthOutcome, Exchange, Refusal } from './policies/policy.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 import type { UpstreamFailure } from './upstream-failure.js';
 

@@ -1,8 +1,8 @@
 import { createCorsHook, gatewayError, type Logger, type OriginPolicy } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
+import type { GatewayMetrics } from '../metrics.js';
 import type { BodyBudget, ByteBudget } from './body-budget.js';
 import type { Listener } from './listener.js';
-import type { GatewayMetrics } from './metrics.js';
 import { metadataRuntimeAt, pathOf } from './proxy-paths.js';
 import type { ProxyRegistry, ProxyRuntime } from './registry.js';
 

@@ -1,10 +1,10 @@
 import { jsonRpcError, type Logger, recordLineWriter } from '@mcp-identity/common';
+import type { GatewayMetrics } from '../metrics.js';
+import { isListMethod, LIST_RESULT_KEY, type Policy, type Refusal } from '../policies/policy.js';
 import type { ByteBudget } from './body-budget.js';
 import { type AuditRecord, auditRecordJson, type McpExchange } from './exchange.js';
 import { type McpCall, parseMcpBody, requestIdOf } from './jsonrpc.js';
 import type { McpHttp } from './mcp-http.js';
-import type { GatewayMetrics } from './metrics.js';
-import { isListMethod, LIST_RESULT_KEY, type Policy, type Refusal } from './policies/policy.js';
 import { bodyTextError } from './request-body.js';
 import { forwardToUpstream, type ListFilter } from './upstream-forwarding.js';
 

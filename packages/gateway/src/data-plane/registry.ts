@@ -1,10 +1,10 @@
 import type { Logger, ThrottleFactory, ThrottleSpec } from '@mcp-identity/common';
-import type { TokenVerifier } from './auth/verifier.js';
-import type { KeyManagerConfig } from './config.js';
-import { type McpProxyDefinition, SUPPORTED_SPEC_VERSIONS } from './definition.js';
-import { POLICIES } from './policies/index.js';
-import type { Authenticator, Policy } from './policies/policy.js';
-import { resolveSecretRef, type SecretAccess } from './secret-ref.js';
+import type { TokenVerifier } from '../auth/verifier.js';
+import type { KeyManagerConfig } from '../config.js';
+import { type McpProxyDefinition, SUPPORTED_SPEC_VERSIONS } from '../control-plane/definition.js';
+import { resolveSecretRef, type SecretAccess } from '../control-plane/secret-ref.js';
+import { POLICIES } from '../policies/index.js';
+import type { Authenticator, Policy } from '../policies/policy.js';
 import { UpstreamConnections, type UpstreamLimits } from './upstream-connections.js';
 
 /** A proxy's addresses on one listener and host (RFC 9728 resource and its metadata). */
@@ -92,7 +92,8 @@ export class ProxyRegistry {
       keyManagers: this.options.keyManagers,
       verifier: this.options.verifier,
       now: this.options.now,
-      // A proxy's id cannot contain `/` (definition.ts), so names cannot collide across proxies.
+      // A proxy's id cannot contain `/` (control-plane/definition.ts), so names cannot collide
+      // across proxies.
       throttles: (spec: ThrottleSpec) =>
         this.options.throttles({ ...spec, name: `${id}/${spec.name}` }),
       provideAuthenticator: (a: Authenticator) => {

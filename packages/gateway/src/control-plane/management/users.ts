@@ -9,7 +9,7 @@ import {
   sha256Base64Url,
   verifySecret,
 } from '@mcp-identity/common';
-import type { ManagementUser } from '../config.js';
+import type { ManagementUser } from '../../config.js';
 import type { ManagementUserStore } from '../store.js';
 
 const ADMIN_FILE = 'management-admin.json';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { ManagementUser } from './config.js';
+import type { ManagementUser } from '../config.js';
 import type { McpProxyDefinition } from './definition.js';
 
 export interface StoredProxy {
