@@ -90,7 +90,7 @@ const RESOURCES_ADD = defineConfig({
   },
 });
 
-const USAGE = `Usage: idp <command>
+const USAGE = `Usage: mcp-identity-idp <command>   (or: mcp-identity idp <command>)
 
 Commands:
   serve                         Run the identity provider
@@ -107,11 +107,12 @@ Commands:
 Every command but serve, apps create and resources add needs a data directory that already
 holds an IdP, and creates nothing.
 
-Run "idp <command> --help" for the options of a command, "idp --version" for the version.`;
+Run "mcp-identity-idp <command> --help" for the options of a command, "mcp-identity-idp --version"
+for the version.`;
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
-/** Runs the `idp` command line; returns the exit code. */
+/** Runs the `mcp-identity-idp` command line; returns the exit code. */
 export async function runIdpCli(argv: readonly string[]): Promise<number> {
   const [command, sub] = argv;
   if (command === 'serve') return serve(argv.slice(1));
@@ -130,7 +131,7 @@ export async function runIdpCli(argv: readonly string[]): Promise<number> {
 async function serve(args: readonly string[]): Promise<number> {
   const config = loadConfig(SERVE, { argv: [...args] });
   if (config.help) {
-    process.stdout.write(`idp serve\n\n${renderConfigHelp(SERVE)}\n`);
+    process.stdout.write(`mcp-identity-idp serve\n\n${renderConfigHelp(SERVE)}\n`);
     return 0;
   }
   const { values } = config;
@@ -164,7 +165,7 @@ async function apps(sub: string, args: readonly string[]): Promise<number> {
   if (sub === 'create') {
     const config = loadConfig(APPS_CREATE, { argv: [...args] });
     if (config.help) {
-      process.stdout.write(`idp apps create\n\n${renderConfigHelp(APPS_CREATE)}\n`);
+      process.stdout.write(`mcp-identity-idp apps create\n\n${renderConfigHelp(APPS_CREATE)}\n`);
       return 0;
     }
     const { values } = config;
@@ -193,7 +194,7 @@ async function apps(sub: string, args: readonly string[]): Promise<number> {
   if (sub === 'delete' || sub === 'rotate-secret') {
     return withData(args, async (data, [clientId]) => {
       if (!clientId) {
-        process.stderr.write(`Usage: idp apps ${sub} <client-id>\n`);
+        process.stderr.write(`Usage: mcp-identity-idp apps ${sub} <client-id>\n`);
         return 2;
       }
       if (sub === 'delete') {
@@ -214,7 +215,9 @@ async function resources(sub: string, args: readonly string[]): Promise<number> 
   if (sub === 'add') {
     const config = loadConfig(RESOURCES_ADD, { argv: [...args] });
     if (config.help) {
-      process.stdout.write(`idp resources add\n\n${renderConfigHelp(RESOURCES_ADD)}\n`);
+      process.stdout.write(
+        `mcp-identity-idp resources add\n\n${renderConfigHelp(RESOURCES_ADD)}\n`,
+      );
       return 0;
     }
     const { values } = config;
@@ -243,7 +246,7 @@ async function resources(sub: string, args: readonly string[]): Promise<number> 
   if (sub === 'delete') {
     return withData(args, async (data, [identifier]) => {
       if (!identifier) {
-        process.stderr.write('Usage: idp resources delete <identifier>\n');
+        process.stderr.write('Usage: mcp-identity-idp resources delete <identifier>\n');
         return 2;
       }
       if (!data.resources.delete(identifier)) throw new Error(`No API resource ${identifier}`);

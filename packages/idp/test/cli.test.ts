@@ -95,6 +95,6 @@ describe('idp apps and keys commands', () => {
   it('answers an unknown command with usage and exit code 2', async () => {
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     expect((await run(['frobnicate'])).code).toBe(2);
-    expect(String(stderr.mock.calls[0]?.[0])).toContain('Usage: idp');
+    expect(String(stderr.mock.calls[0]?.[0])).toContain('Usage: mcp-identity-idp <command>');
   });
 });

@@ -179,7 +179,7 @@ export const DATABASE_FILE = 'idp.sqlite';
 export class NoIdpError extends Error {
   constructor(readonly dataDir: string) {
     super(
-      `${dataDir} holds no IdP (no ${DATABASE_FILE}): check --data-dir, or run "idp serve" there once`,
+      `${dataDir} holds no IdP (no ${DATABASE_FILE}): check --data-dir, or run "mcp-identity-idp serve" there once`,
     );
   }
 }
