@@ -23,6 +23,12 @@ export type { JsonSchema } from './json-schema.js';
 export type { LoadOptions } from './loader.js';
 export type { Runner, RunnerLogger, RunnerOptions, WorkflowResult } from './runner.js';
 export { envBase, envPrefix, type SchemeCredentials, sanitizeEnvName } from './security.js';
+export {
+  decideTransition,
+  type StepDecision,
+  type StepOutcome,
+  type Transition,
+} from './transition.js';
 
 export interface WorkflowSummary {
   workflowId: string;

@@ -8,7 +8,7 @@ import type { ExpressionScope } from './expression.js';
 import type { ActionObject } from './types.js';
 
 /** A `Retry-After` response header is obeyed up to this wait. */
-export const MAX_RETRY_WAIT_MS = 60_000;
+const MAX_RETRY_WAIT_MS = 60_000;
 
 export type Transition =
   /** no action applies to a successful step: the following step runs (or the workflow ends) */

@@ -1,7 +1,10 @@
-import type { ExpressionScope } from '@mcp-identity/arazzo';
+import { decideTransition, type ExpressionScope, type StepOutcome } from '@mcp-identity/arazzo';
 import { describe, expect, it } from 'vitest';
-import { decideTransition, MAX_RETRY_WAIT_MS, type StepOutcome } from '../src/transition.js';
-import type { ActionObject } from '../src/types.js';
+
+type ActionObject = StepOutcome['actions'][number];
+
+/** A `Retry-After` header is obeyed up to 60 s (README, *Supported Arazzo*, Actions). */
+const MAX_RETRY_WAIT_MS = 60_000;
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { packageVersion } from '@mcp-identity/common';
 import { describe, expect, it } from 'vitest';
-import { packageVersion } from '../src/index.ts';
 
 const manifestVersion = (path: string) =>
   JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')).version;

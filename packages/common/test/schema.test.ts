@@ -1,6 +1,6 @@
+import { compileSchema, keyPath, SchemaError, stringEnum } from '@mcp-identity/common';
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { compileSchema, keyPath, SchemaError, stringEnum } from '../src/schema.js';
 
 const ITEM = compileSchema(
   Type.Object(
