@@ -9,7 +9,6 @@ const setup: PolicySetup = {
   verifier: {} as TokenVerifier,
   now: Date.now,
   throttles: memoryThrottles(),
-  provideAuthenticator: () => {},
 };
 
 describe('policy params', () => {

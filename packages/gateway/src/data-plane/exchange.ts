@@ -2,8 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { boundedMemo } from '@mcp-identity/common';
 import type { VerifiedToken } from '../auth/verifier.js';
-import { unauthenticated } from '../policies/challenge.js';
-import type { AuthOutcome, Exchange, Refusal } from '../policies/policy.js';
+import type { Exchange, Refusal } from '../policies/policy.js';
 import type { McpCall } from './jsonrpc.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 import type { UpstreamFailure } from './upstream-failure.js';
@@ -16,11 +15,6 @@ export type Decision =
   | 'bad_request'
   | 'unavailable'
   | 'upstream_error';
-
-const AUTHENTICATION_REQUIRED = {
-  error: 'Unauthorized',
-  message: 'Unauthorized: authentication required for this MCP capability',
-};
 
 /**
  * One audit record per MCP request; never holds a token, and none of its fixed keys can name a
@@ -107,9 +101,6 @@ export class McpExchange implements Exchange {
   upstreamStatus: number | undefined = undefined;
   upstreamFailure: UpstreamFailure | undefined = undefined;
   readonly started = performance.now();
-  /** The caller's authentication once it ran: its refusal, if any (or null for none yet). */
-  private authentication: Refusal | undefined | null = null;
-  private pendingAuthentication: Promise<Refusal | undefined> | undefined = undefined;
   private urls: ResourceUrls | undefined = undefined;
 
   constructor(
@@ -132,25 +123,6 @@ export class McpExchange implements Exchange {
 
   get scopesSupported(): readonly string[] {
     return this.runtime.scopesSupported;
-  }
-
-  authenticate(): Refusal | undefined | Promise<Refusal | undefined> {
-    if (this.authentication !== null) return this.authentication;
-    if (this.pendingAuthentication) return this.pendingAuthentication;
-    const { authenticator } = this.runtime;
-    if (!authenticator) {
-      return this.authenticated({
-        refusal: unauthenticated(
-          this,
-          'governed call without an mcp-auth policy',
-          AUTHENTICATION_REQUIRED,
-        ),
-      });
-    }
-    const outcome = authenticator.authenticate(this);
-    if (!(outcome instanceof Promise)) return this.authenticated(outcome);
-    this.pendingAuthentication = outcome.then((settled) => this.authenticated(settled));
-    return this.pendingAuthentication;
   }
 
   callerKey(): string {
@@ -191,11 +163,5 @@ export class McpExchange implements Exchange {
     record.upstreamStatus = this.upstreamStatus;
     record.upstreamFailure = this.upstreamFailure;
     return record;
-  }
-
-  private authenticated(outcome: AuthOutcome): Refusal | undefined {
-    if (outcome.token) this.token = outcome.token;
-    this.authentication = outcome.refusal;
-    return outcome.refusal;
   }
 }

@@ -1,12 +1,77 @@
 import type { JsonRpcId } from '@mcp-identity/common';
 
+/** What an MCP server offers by name: its tools, prompts and resources. */
+export type Capability = 'tools' | 'prompts' | 'resources';
+
+/**
+ * What a method addresses, as agentgateway's `mcp/rbac.rs` `ResourceType` does: the capability
+ * it belongs to (`tools/call`, `tools/list` → tools; none for `initialize`, `ping`,
+ * `resources/templates/list` or a notification), and whether it calls one item of it by name
+ * or lists the items. One shared value per kind (`methodKind`), so classifying allocates nothing.
+ */
+export interface MethodKind {
+  readonly capability: Capability | undefined;
+  /** tools/call, prompts/get, resources/read: `McpCall.target` names the item. */
+  readonly callsItem: boolean;
+  /** tools/list, prompts/list, resources/list: the result's `<capability>` array lists items. */
+  readonly listsItems: boolean;
+}
+
+/** The call an item of a list stands for: its method, kind, and the member that names it. */
+export interface ItemCall {
+  readonly method: string;
+  readonly kind: MethodKind;
+  readonly nameKey: 'name' | 'uri';
+}
+
 /** What the gateway needs to know about one MCP request posted to `/mcp`. */
 export interface McpCall {
   id: JsonRpcId;
   method: string;
+  /** What `method` addresses (`methodKind`). */
+  kind: MethodKind;
   params: Record<string, unknown> | undefined;
   /** `params.name` for tools/call and prompts/get, `params.uri` for resources/read, else ''. */
   target: string;
+}
+
+const CAPABILITIES: readonly Capability[] = ['tools', 'prompts', 'resources'];
+
+function kindOf(capability: Capability | undefined, callsItem: boolean, listsItems: boolean) {
+  return Object.freeze({ capability, callsItem, listsItems }) as MethodKind;
+}
+
+const NO_CAPABILITY = kindOf(undefined, false, false);
+const KINDS = new Map<string, MethodKind>();
+const OTHER_OF_CAPABILITY = new Map<Capability, MethodKind>();
+/** By capability: the call a listed item stands for (`tools/list` → `tools/call` by `name`). */
+export const ITEM_CALL: Readonly<Record<Capability, ItemCall>> = {
+  tools: { method: 'tools/call', kind: kindOf('tools', true, false), nameKey: 'name' },
+  prompts: { method: 'prompts/get', kind: kindOf('prompts', true, false), nameKey: 'name' },
+  resources: { method: 'resources/read', kind: kindOf('resources', true, false), nameKey: 'uri' },
+};
+for (const capability of CAPABILITIES) {
+  KINDS.set(ITEM_CALL[capability].method, ITEM_CALL[capability].kind);
+  KINDS.set(`${capability}/list`, kindOf(capability, false, true));
+  OTHER_OF_CAPABILITY.set(capability, kindOf(capability, false, false));
+}
+
+/**
+ * Which capability a method addresses, and how: the one place that says so. A method of a
+ * capability is `<capability>/<name>` with a single slash.
+ */
+export function methodKind(method: string): MethodKind {
+  const known = KINDS.get(method);
+  if (known) return known;
+  const slash = method.indexOf('/');
+  if (slash < 0 || method.includes('/', slash + 1)) return NO_CAPABILITY;
+  // A loop rather than `find`, which would take a new closure on every call.
+  for (const capability of CAPABILITIES) {
+    if (capability.length === slash && method.startsWith(capability)) {
+      return OTHER_OF_CAPABILITY.get(capability) as MethodKind;
+    }
+  }
+  return NO_CAPABILITY;
 }
 
 export type ParseResult =
@@ -473,6 +538,7 @@ class ParsedCall implements McpCall {
   constructor(
     readonly id: JsonRpcId,
     readonly method: string,
+    readonly kind: MethodKind,
     readonly target: string,
     private readonly body: Buffer,
     private readonly paramsStart: number,
@@ -531,21 +597,25 @@ function parseScanned(scan: BodyScan, body: Buffer): ParseResult {
   }
   if (methodSpan.kind === Kind.Absent && id !== undefined && (scan.hasResult || scan.hasError)) {
     // A client's reply to a server-initiated request (sampling, elicitation, roots).
-    return { ok: true, call: { id, method: '', params: undefined, target: '' } };
+    return {
+      ok: true,
+      call: { id, method: '', kind: NO_CAPABILITY, params: undefined, target: '' },
+    };
   }
   if (methodSpan.kind !== Kind.String) return INVALID;
   if (params.kind !== Kind.Absent && params.kind !== Kind.Object) return INVALID;
   const method = recentMethod.at(scan, methodSpan);
+  const kind = methodKind(method);
   let target = '';
-  if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
-    const span = method === 'resources/read' ? scan.uri : scan.name;
+  if (kind.callsItem) {
+    const span = kind.capability === 'resources' ? scan.uri : scan.name;
     if (span.kind !== Kind.String) return INVALID;
     target = recentTarget.at(scan, span);
   }
   const paramsEnd = params.kind === Kind.Absent ? 0 : params.end;
   return {
     ok: true,
-    call: new ParsedCall(id ?? null, method, target, body, params.start, paramsEnd),
+    call: new ParsedCall(id ?? null, method, kind, target, body, params.start, paramsEnd),
   };
 }
 

@@ -10,8 +10,7 @@ import {
 import { McpExchange } from './exchange.js';
 import { McpHttp } from './mcp-http.js';
 import { createMcpRequestHandling } from './mcp-request.js';
-import { mcpRuntimeAt, pathOf } from './proxy-paths.js';
-import type { ProxyRuntime } from './registry.js';
+import { mcpRuntimeAt, type ProxyRuntime, pathOf } from './registry.js';
 import { type BodyError, contentRefusal, readBody } from './request-body.js';
 import {
   BODY_BUDGET_EXHAUSTED,

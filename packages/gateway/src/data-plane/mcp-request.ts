@@ -1,6 +1,7 @@
 import { jsonRpcError, type Logger, recordLineWriter } from '@mcp-identity/common';
 import type { GatewayMetrics } from '../metrics.js';
-import { isListMethod, LIST_RESULT_KEY, type Policy, type Refusal } from '../policies/policy.js';
+import { unauthenticated } from '../policies/challenge.js';
+import type { AuthOutcome, Policy, Refusal } from '../policies/policy.js';
 import type { ByteBudget } from './body-budget.js';
 import { type AuditRecord, auditRecordJson, type McpExchange } from './exchange.js';
 import { type McpCall, parseMcpBody, requestIdOf } from './jsonrpc.js';
@@ -9,7 +10,7 @@ import { bodyTextError } from './request-body.js';
 import { forwardToUpstream, type ListFilter } from './upstream-forwarding.js';
 
 export interface McpRequestHandling {
-  /** Header stage: runs the policies that decide before the body is read. */
+  /** Header stage: authenticates the caller when every request of its kind needs one. */
   onHeaders(exchange: McpExchange, http: McpHttp): Promise<void> | undefined;
   /**
    * Body stage: parses, checks the protocol version, runs the policies, forwards. A promise
@@ -27,6 +28,11 @@ export interface McpRequestHandling {
     headers?: Readonly<Record<string, string>>,
   ): void;
 }
+
+const AUTHENTICATION_REQUIRED = {
+  error: 'Unauthorized',
+  message: 'Unauthorized: authentication required for this MCP capability',
+};
 
 /** Lenient look at a body for the audit log when no policy asked for strict parsing. */
 function peekCall(body: Buffer | undefined): McpCall | undefined {
@@ -101,23 +107,46 @@ export function createMcpRequestHandling(options: {
     send(http, status, body, headers);
   };
 
+  /** Takes an authentication's outcome: whether the request may go on. */
+  const admit = (exchange: McpExchange, http: McpHttp, outcome: AuthOutcome): boolean => {
+    if (outcome.token) exchange.token = outcome.token;
+    if (!outcome.refusal) return true;
+    refuse(exchange, http, outcome.refusal);
+    return false;
+  };
+
   /**
-   * Runs a stage's hooks in order until one refuses; whether the request may go on. Stays
-   * synchronous while the hooks are (a verified-token cache hit), so the fast path makes no
-   * promise.
+   * Authenticates the caller with the proxy's authenticator (`mcp-auth`); without one a caller
+   * can never be authenticated: 401. Synchronous on a verified-token cache hit.
+   */
+  const authenticate = (exchange: McpExchange, http: McpHttp): boolean | Promise<boolean> => {
+    const { authenticator } = exchange.runtime;
+    if (!authenticator) {
+      const reason = 'governed call without an mcp-auth policy';
+      refuse(exchange, http, unauthenticated(exchange, reason, AUTHENTICATION_REQUIRED));
+      return false;
+    }
+    const outcome = authenticator.authenticate(exchange);
+    if (outcome instanceof Promise)
+      return outcome.then((settled) => admit(exchange, http, settled));
+    return admit(exchange, http, outcome);
+  };
+
+  /**
+   * Runs the policies' hooks in order until one refuses; whether the request may go on. Stays
+   * synchronous while the hooks are, so the fast path makes no promise.
    */
   const runPolicies = (
     exchange: McpExchange,
     http: McpHttp,
     policies: readonly Policy[],
-    stage: 'onHeaders' | 'onRequest',
     from = 0,
   ): boolean | Promise<boolean> => {
     for (let i = from; i < policies.length; i++) {
-      const outcome = policies[i]?.[stage]?.(exchange);
+      const outcome = policies[i]?.onRequest?.(exchange);
       if (outcome instanceof Promise) {
         return outcome.then((refusal) => {
-          if (!refusal) return runPolicies(exchange, http, policies, stage, i + 1);
+          if (!refusal) return runPolicies(exchange, http, policies, i + 1);
           refuse(exchange, http, refusal);
           return false;
         });
@@ -130,13 +159,26 @@ export function createMcpRequestHandling(options: {
     return true;
   };
 
+  /** Authenticates the caller of a parsed call if it needs one, then runs the policies. */
+  const decide = (exchange: McpExchange, http: McpHttp): boolean | Promise<boolean> => {
+    const { runtime, call } = exchange;
+    if (call && !exchange.token && runtime.callers.call(call)) {
+      const authenticated = authenticate(exchange, http);
+      if (authenticated instanceof Promise) {
+        return authenticated.then((go) => go && runPolicies(exchange, http, runtime.policies));
+      }
+      if (!authenticated) return false;
+    }
+    return runPolicies(exchange, http, runtime.policies);
+  };
+
   return {
     answer,
 
     onHeaders(exchange, http) {
-      const policies = exchange.runtime.headerPolicies;
-      if (policies.length === 0) return undefined;
-      const passed = runPolicies(exchange, http, policies, 'onHeaders');
+      const { callers } = exchange.runtime;
+      if (!(http.method === 'POST' ? callers.everyCall : callers.transport)) return undefined;
+      const passed = authenticate(exchange, http);
       return passed instanceof Promise ? passed.then(() => undefined) : undefined;
     },
 
@@ -177,7 +219,7 @@ export function createMcpRequestHandling(options: {
         answer(exchange, http, 400, 'bad_request', 'unsupported protocol version', error);
         return undefined;
       }
-      const passed = runPolicies(exchange, http, runtime.policies, 'onRequest');
+      const passed = decide(exchange, http);
       if (passed instanceof Promise) {
         return passed.then((go) => (go ? forward(exchange, http) : undefined));
       }
@@ -188,12 +230,11 @@ export function createMcpRequestHandling(options: {
   function forward(exchange: McpExchange, http: McpHttp): Promise<void> | undefined {
     const { runtime, call } = exchange;
     let filter: ListFilter | undefined;
-    if (runtime.listPolicies.length > 0 && call && isListMethod(call.method)) {
-      const listMethod = call.method;
+    const listed = call?.kind.listsItems ? call.kind.capability : undefined;
+    if (runtime.listPolicies.length > 0 && listed) {
       filter = {
-        key: LIST_RESULT_KEY[listMethod],
-        keep: (item) =>
-          runtime.listPolicies.every((p) => p.onListItem?.(exchange, listMethod, item) ?? true),
+        key: listed,
+        keep: (item) => runtime.listPolicies.every((p) => p.onListItem?.(exchange, item) ?? true),
       };
     }
     return forwardToUpstream({

@@ -4,7 +4,8 @@ import type { KeyManagerConfig } from '../config.js';
 import { type McpProxyDefinition, SUPPORTED_SPEC_VERSIONS } from '../control-plane/definition.js';
 import { resolveSecretRef, type SecretAccess } from '../control-plane/secret-ref.js';
 import { POLICIES } from '../policies/index.js';
-import type { Authenticator, Policy } from '../policies/policy.js';
+import type { Authenticator, CallerNeeds, Policy } from '../policies/policy.js';
+import type { McpCall } from './jsonrpc.js';
 import { UpstreamConnections, type UpstreamLimits } from './upstream-connections.js';
 
 /** A proxy's addresses on one listener and host (RFC 9728 resource and its metadata). */
@@ -25,11 +26,11 @@ export interface ProxyRuntime {
   upstream: UpstreamConnections;
   /** Policies in the order their hooks run. */
   policies: readonly Policy[];
-  /** Policies that take part before the body is read. */
-  headerPolicies: readonly Policy[];
   /** Policies that filter list results (`filterLists`). */
   listPolicies: readonly Policy[];
   authenticator: Authenticator | undefined;
+  /** Which requests need an authenticated caller (`callerRequirement`). */
+  callers: CallerNeeds;
   /** Required scopes plus the scopes of every rule: PRM `scopes_supported` and 401 `scope`. */
   scopesSupported: readonly string[];
   /** MCP protocol versions the proxy accepts (`spec.specVersions`). */
@@ -49,6 +50,31 @@ export interface RegistryOptions {
   throttles: ThrottleFactory;
   /** What a `secretRef` may read. */
   secrets: SecretAccess;
+}
+
+const NO_CALL_NEEDS_A_CALLER = (_call: McpCall) => false;
+
+/**
+ * Whether a request needs an authenticated caller: the one place that decides, once per proxy at
+ * deploy, from what its policies need (mcp-auth's switches, the calls mcp-authz governs). A
+ * request needs one when any policy needs it; the request path reads the answer.
+ */
+export function callerRequirement(policies: readonly Policy[]): CallerNeeds {
+  const needs = policies.flatMap((p) => (p.callers ? [p.callers] : []));
+  const [only] = needs;
+  let call = NO_CALL_NEEDS_A_CALLER;
+  if (needs.length === 1 && only) call = only.call;
+  if (needs.length > 1) {
+    call = (mcpCall) => {
+      for (const need of needs) if (need.call(mcpCall)) return true;
+      return false;
+    };
+  }
+  return {
+    transport: needs.some((n) => n.transport),
+    everyCall: needs.some((n) => n.everyCall),
+    call,
+  };
 }
 
 function specVersionsOf(definition: McpProxyDefinition): ReadonlySet<string> {
@@ -87,7 +113,6 @@ export class ProxyRegistry {
       upstreamAuth = { header: upstream.auth.header.toLowerCase(), value: secret.value };
     }
     const upstreamUrl = new URL(upstream.url);
-    let authenticator: Authenticator | undefined;
     const setup = {
       keyManagers: this.options.keyManagers,
       verifier: this.options.verifier,
@@ -96,9 +121,6 @@ export class ProxyRegistry {
       // across proxies.
       throttles: (spec: ThrottleSpec) =>
         this.options.throttles({ ...spec, name: `${id}/${spec.name}` }),
-      provideAuthenticator: (a: Authenticator) => {
-        authenticator = a;
-      },
     };
     const attached = (definition.spec.policies ?? [])
       .map((ref) => ({ ref, factory: POLICIES.get(ref.name) }))
@@ -114,9 +136,9 @@ export class ProxyRegistry {
       upstreamPath: `${upstreamUrl.pathname}${upstreamUrl.search}`,
       upstream: new UpstreamConnections(upstreamUrl.origin, this.options.upstream),
       policies,
-      headerPolicies: policies.filter((p) => p.onHeaders),
       listPolicies: policies.filter((p) => p.onListItem),
-      authenticator,
+      authenticator: policies.find((p) => p.authenticator)?.authenticator,
+      callers: callerRequirement(policies),
       scopesSupported: [...new Set(policies.flatMap((p) => p.scopes ?? []))],
       specVersions: specVersionsOf(definition),
       upstreamAuth,
@@ -161,4 +183,41 @@ export class ProxyRegistry {
     this.contextById.clear();
     await Promise.all(pools);
   }
+}
+
+const PRM_SUFFIX = '/.well-known/oauth-protected-resource';
+const MCP_SUFFIX = '/mcp';
+
+/**
+ * The request path as the router sees it: no query, no trailing slashes. Nothing is decoded:
+ * a context is matched byte for byte, so a percent-encoded or dot-segment spelling of a context
+ * reaches no proxy at all rather than a different policy.
+ */
+export function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  let end = query < 0 ? url.length : query;
+  while (end > 1 && url.charCodeAt(end - 1) === 47) end--;
+  return url.slice(0, end);
+}
+
+/** The proxy whose `<context>/mcp` this path is, if any. */
+export function mcpRuntimeAt(registry: ProxyRegistry, path: string): ProxyRuntime | undefined {
+  return path.endsWith(MCP_SUFFIX)
+    ? registry.byContextPath(path.slice(0, -MCP_SUFFIX.length))
+    : undefined;
+}
+
+/**
+ * The proxy whose protected resource metadata this path asks for (both RFC 9728 locations):
+ * false when the path is no metadata location at all.
+ */
+export function metadataRuntimeAt(
+  registry: ProxyRegistry,
+  path: string,
+): ProxyRuntime | undefined | false {
+  if (path.startsWith(`${PRM_SUFFIX}/`) && path.endsWith(MCP_SUFFIX)) {
+    return registry.byContextPath(path.slice(PRM_SUFFIX.length, -MCP_SUFFIX.length));
+  }
+  if (path.endsWith(PRM_SUFFIX)) return registry.byContextPath(path.slice(0, -PRM_SUFFIX.length));
+  return false;
 }

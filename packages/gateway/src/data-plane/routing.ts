@@ -3,8 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, LogLevel } from 'fa
 import type { GatewayMetrics } from '../metrics.js';
 import type { BodyBudget, ByteBudget } from './body-budget.js';
 import type { Listener } from './listener.js';
-import { metadataRuntimeAt, pathOf } from './proxy-paths.js';
-import type { ProxyRegistry, ProxyRuntime } from './registry.js';
+import { metadataRuntimeAt, type ProxyRegistry, type ProxyRuntime, pathOf } from './registry.js';
 
 export interface DataPlaneOptions {
   registry: ProxyRegistry;

@@ -1,3 +1,5 @@
+import { McpIdentityError } from '@mcp-identity/common';
+
 /**
  * How an allowed request's exchange with its upstream failed, when it did: the audit line's
  * `upstreamFailure`, beside the decision and the `upstreamStatus` (README, *Audit log*).
@@ -21,7 +23,9 @@ export type UpstreamFailure =
   | 'client_closed';
 
 /** An error that says itself which failure it is. */
-export class ExchangeFailure extends Error {
+export class ExchangeFailure extends McpIdentityError {
+  readonly code = 'ERR_UPSTREAM_EXCHANGE';
+
   constructor(
     readonly failure: UpstreamFailure,
     message: string,

@@ -4,7 +4,14 @@ import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../data-plane/jsonrpc.js';
 import { insufficientScope, keysUnavailable, unauthenticated } from './challenge.js';
 import { definePolicy } from './define-policy.js';
-import type { Authenticator, AuthOutcome, Exchange, Policy, PolicySetup } from './policy.js';
+import type {
+  Authenticator,
+  AuthOutcome,
+  CallerNeeds,
+  Exchange,
+  Policy,
+  PolicySetup,
+} from './policy.js';
 import { closed, stringList } from './schema-parts.js';
 
 const authGroup = Type.Partial(
@@ -32,12 +39,6 @@ const MCP_AUTH_V1 = Type.Partial(
 export type McpAuthParams = Static<typeof MCP_AUTH_V1>;
 type Group = Static<typeof authGroup>;
 
-const GROUP_BY_METHOD: Readonly<Record<string, 'tools' | 'resources' | 'prompts'>> = {
-  'tools/call': 'tools',
-  'resources/read': 'resources',
-  'prompts/get': 'prompts',
-};
-
 const NONE: readonly string[] = [];
 
 const BEARER_PREFIX = 'Bearer ';
@@ -56,16 +57,14 @@ const WILDCARD = '*';
  * scopes). Signature and time checks are the shared verifier's job.
  */
 class McpAuthPolicy implements Policy, Authenticator {
+  readonly authenticator: Authenticator = this;
+  readonly callers: CallerNeeds;
   readonly authorizationServers: readonly string[];
   readonly forwardToken: boolean;
   readonly userIdClaim: string;
   readonly scopes: readonly string[];
   private readonly issuers: ReadonlySet<string>;
   private readonly audiences: ReadonlySet<string>;
-  /** No switch exempts any call: a POST can be refused from its headers alone. */
-  private readonly everyCallNeedsToken: boolean;
-  /** GET and DELETE carry no JSON-RPC; they need auth unless every group is switched off. */
-  private readonly transportNeedsToken: boolean;
 
   constructor(
     private readonly params: McpAuthParams,
@@ -81,26 +80,13 @@ class McpAuthPolicy implements Policy, Authenticator {
     this.forwardToken = params.forwardToken ?? false;
     this.userIdClaim = params.userIdClaim ?? 'sub';
     const groups = [params.tools, params.resources, params.prompts, params.methods];
-    this.everyCallNeedsToken = groups.every(
-      (g) => (g?.enabled ?? true) && (g?.exceptions?.length ?? 0) === 0,
-    );
-    this.transportNeedsToken = groups.some(
-      (g) => (g?.enabled ?? true) || (g?.exceptions?.length ?? 0) > 0,
-    );
-  }
-
-  onHeaders(exchange: Exchange): ReturnType<Exchange['authenticate']> {
-    const { httpMethod } = exchange;
-    if (httpMethod === 'POST')
-      return this.everyCallNeedsToken ? exchange.authenticate() : undefined;
-    if (httpMethod === 'OPTIONS' || !this.transportNeedsToken) return undefined;
-    return exchange.authenticate();
-  }
-
-  onRequest(exchange: Exchange): ReturnType<Exchange['authenticate']> {
-    const { call } = exchange;
-    if (exchange.httpMethod !== 'POST' || exchange.token) return undefined;
-    return !call || this.callNeedsToken(call) ? exchange.authenticate() : undefined;
+    this.callers = {
+      // GET and DELETE carry no JSON-RPC; they need auth unless every group is switched off.
+      transport: groups.some((g) => (g?.enabled ?? true) || (g?.exceptions?.length ?? 0) > 0),
+      // No switch exempts any call: a POST can be refused from its headers alone.
+      everyCall: groups.every((g) => (g?.enabled ?? true) && (g?.exceptions?.length ?? 0) === 0),
+      call: (call) => this.callNeedsToken(call),
+    };
   }
 
   authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome> {
@@ -166,8 +152,8 @@ class McpAuthPolicy implements Policy, Authenticator {
   }
 
   private callNeedsToken(call: McpCall): boolean {
-    const group = GROUP_BY_METHOD[call.method];
-    if (group) return groupRequiresAuth(this.params[group], call.target);
+    const { capability, callsItem } = call.kind;
+    if (callsItem && capability) return groupRequiresAuth(this.params[capability], call.target);
     return groupRequiresAuth(this.params.methods, call.method);
   }
 }
@@ -176,11 +162,7 @@ export const mcpAuth = definePolicy({
   name: 'mcp-auth',
   versions: { v1: MCP_AUTH_V1 },
   phase: 0,
-  create(params, setup) {
-    const policy = new McpAuthPolicy(params, setup);
-    setup.provideAuthenticator(policy);
-    return policy;
-  },
+  create: (params, setup) => new McpAuthPolicy(params, setup),
   check(params, context) {
     const problems: Array<[string, string]> = [];
     const { issuers, audiences } = params;

@@ -1,16 +1,10 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { JWTPayload } from 'jose';
 import type { VerifiedToken } from '../auth/verifier.js';
-import type { McpCall } from '../data-plane/jsonrpc.js';
+import { type Capability, ITEM_CALL, type McpCall } from '../data-plane/jsonrpc.js';
 import { insufficientScope } from './challenge.js';
 import { definePolicy } from './define-policy.js';
-import {
-  type Exchange,
-  LIST_ITEM_CALL,
-  type ListMethod,
-  type Policy,
-  type Refusal,
-} from './policy.js';
+import type { CallerNeeds, Exchange, Policy, Verdict } from './policy.js';
 import { closed, stringList } from './schema-parts.js';
 
 const claimMatcher = Type.Object(
@@ -81,23 +75,13 @@ type AuthzDecision =
   | { governed: false }
   | { governed: true; allowed: boolean; missingScopes: string[] };
 
-type Capability = 'tools' | 'resources' | 'prompts';
-
 const NOT_GOVERNED: AuthzDecision = { governed: false };
 const ALLOWED: AuthzDecision = { governed: true, allowed: true, missingScopes: [] };
 
 const CAPABILITIES: readonly Capability[] = ['tools', 'resources', 'prompts'];
 
-/** `tools/call` → tools, `resources/read` → resources...; other methods are not governed. */
-function capabilityOf(method: string): Capability | undefined {
-  const slash = method.indexOf('/');
-  if (slash < 0 || method.includes('/', slash + 1)) return undefined;
-  // A loop rather than `find`, which would take a new closure on every call.
-  for (const capability of CAPABILITIES) {
-    if (capability.length === slash && method.startsWith(capability)) return capability;
-  }
-  return undefined;
-}
+/** What a rule is matched against: a call, or the call a listed item stands for. */
+type Target = Pick<McpCall, 'method' | 'kind' | 'target'>;
 
 function claimMatches(payload: JWTPayload, matcher: ClaimMatcher): boolean {
   const value = payload[matcher.claim];
@@ -118,30 +102,31 @@ function claimsPass(rule: AuthzRule, payload: JWTPayload): boolean {
   );
 }
 
-/** Scopes of one rule the token lacks (empty when the scope part passes). */
-function missingScopes(rule: AuthzRule, scopes: ReadonlySet<string>): string[] {
-  const missing: string[] = [];
-  const allOf = rule.scopes?.allOf ?? [];
-  const anyOf = rule.scopes ? (rule.scopes.anyOf ?? []) : (rule.requiredScopes ?? []);
-  for (const scope of allOf) if (!scopes.has(scope)) missing.push(scope);
-  if (anyOf.length > 0 && !anyOf.some((s) => scopes.has(s))) missing.push(...anyOf);
-  return missing;
-}
-
-/** Whether a token passes one rule, without collecting what it lacks. */
-function rulePasses(rule: AuthzRule, token: VerifiedToken): boolean {
+/**
+ * Whether a token passes one rule: every `scopes.allOf`, one of `scopes.anyOf` (or of the
+ * deprecated `requiredScopes`), then the claim matchers. The one statement of a rule's meaning,
+ * for calls, list filtering and the scopes a 403 names: given `missing`, the scopes the token
+ * lacks are added to it (a rule failing on its claims alone adds none).
+ */
+function rulePasses(rule: AuthzRule, token: VerifiedToken, missing?: string[]): boolean {
   const { scopes } = token;
-  const allOf = rule.scopes?.allOf;
-  if (allOf) for (const scope of allOf) if (!scopes.has(scope)) return false;
-  const anyOf = rule.scopes ? rule.scopes.anyOf : rule.requiredScopes;
-  if (anyOf && anyOf.length > 0 && !anyOf.some((s) => scopes.has(s))) return false;
-  return rule.claims === undefined || claimsPass(rule, token.payload);
+  let passes = true;
+  for (const scope of rule.scopes?.allOf ?? NO_SCOPES) {
+    if (scopes.has(scope)) continue;
+    if (!missing) return false;
+    missing.push(scope);
+    passes = false;
+  }
+  const anyOf = (rule.scopes ? rule.scopes.anyOf : rule.requiredScopes) ?? NO_SCOPES;
+  if (anyOf.length > 0 && !anyOf.some((s) => scopes.has(s))) {
+    if (!missing) return false;
+    missing.push(...anyOf);
+    passes = false;
+  }
+  return passes && (rule.claims === undefined || claimsPass(rule, token.payload));
 }
 
-function allPass(rules: readonly AuthzRule[], token: VerifiedToken): boolean {
-  for (const rule of rules) if (!rulePasses(rule, token)) return false;
-  return true;
-}
+const NO_SCOPES: readonly string[] = [];
 
 /** The rules with this name or `*`, in their configured order. */
 function rulesNamed(rules: readonly AuthzRule[], name: string): AuthzRule[] {
@@ -173,8 +158,8 @@ class RuleIndex {
   }
 
   /** The rules matching a call (exact, case-sensitive name, or `*`); never to be modified. */
-  rulesFor(call: Pick<McpCall, 'method' | 'target'>): readonly AuthzRule[] {
-    const capability = capabilityOf(call.method);
+  rulesFor(call: Target): readonly AuthzRule[] {
+    const { capability } = call.kind;
     if (!capability) return NO_RULES;
     const byName =
       call.target === ''
@@ -229,26 +214,19 @@ class McpAuthzPolicy implements Policy {
   constructor(params: McpAuthzParams) {
     this.scopes = scopesOfRules(params);
     this.rules = new RuleIndex(params);
-    if (params.filterLists)
-      this.onListItem = (exchange, listMethod, item) => this.visible(exchange, listMethod, item);
+    if (params.filterLists) this.onListItem = (exchange, item) => this.visible(exchange, item);
   }
 
-  onRequest(exchange: Exchange): ReturnType<Exchange['authenticate']> {
+  /** Governance is decided before identity (WSO2 #2842): a governed call needs a caller. */
+  readonly callers: CallerNeeds = {
+    transport: false,
+    everyCall: false,
+    call: (call) => this.rules.rulesFor(call).length > 0,
+  };
+
+  onRequest(exchange: Exchange): Verdict {
     const { call } = exchange;
     if (!call) return undefined;
-    if (exchange.token) return this.authorize(exchange, call);
-    if (!this.decide(call, undefined).governed) return undefined;
-    // Governance is decided before identity (WSO2 #2842): only a governed call needs a
-    // caller, even when mcp-auth's own switches let this call through anonymously.
-    const authenticated = exchange.authenticate();
-    if (authenticated instanceof Promise) {
-      return authenticated.then((refusal) => refusal ?? this.authorize(exchange, call));
-    }
-    return authenticated ?? this.authorize(exchange, call);
-  }
-
-  /** The decision for an authenticated caller (or one that could not be authenticated). */
-  private authorize(exchange: Exchange, call: McpCall): Refusal | undefined {
     const decision = this.decide(call, exchange.token);
     if (decision.governed && !decision.allowed) {
       return insufficientScope(exchange, decision.missingScopes, 'mcp-authz denied the call');
@@ -257,24 +235,32 @@ class McpAuthzPolicy implements Policy {
   }
 
   /** Decides a call; `token` is undefined when the caller is not authenticated. */
-  private decide(
-    call: Pick<McpCall, 'method' | 'target'>,
-    token: VerifiedToken | undefined,
-  ): AuthzDecision {
+  private decide(call: Target, token: VerifiedToken | undefined): AuthzDecision {
     const rules = this.rules.rulesFor(call);
     if (rules.length === 0) return NOT_GOVERNED;
     if (!token) return { governed: true, allowed: false, missingScopes: [] };
-    if (allPass(rules, token)) return ALLOWED;
-    const missing = new Set<string>();
-    for (const r of rules) for (const scope of missingScopes(r, token.scopes)) missing.add(scope);
-    return { governed: true, allowed: false, missingScopes: [...missing].sort() };
+    let allPass = true;
+    for (const rule of rules) {
+      if (rulePasses(rule, token)) continue;
+      allPass = false;
+      break;
+    }
+    if (allPass) return ALLOWED;
+    const missing: string[] = [];
+    for (const rule of rules) rulePasses(rule, token, missing);
+    return { governed: true, allowed: false, missingScopes: [...new Set(missing)].sort() };
   }
 
   /** Whether a listed item would be callable by this caller. */
-  private visible(exchange: Exchange, listMethod: ListMethod, item: Record<string, unknown>) {
-    const [method, key] = LIST_ITEM_CALL[listMethod];
-    const target = typeof item[key] === 'string' ? (item[key] as string) : '';
-    const decision = this.decide({ method, target }, exchange.token);
+  private visible(exchange: Exchange, item: Record<string, unknown>): boolean {
+    const capability = exchange.call?.kind.capability;
+    if (!capability) return true;
+    const { method, kind, nameKey } = ITEM_CALL[capability];
+    const name = item[nameKey];
+    const decision = this.decide(
+      { method, kind, target: typeof name === 'string' ? name : '' },
+      exchange.token,
+    );
     return !decision.governed || decision.allowed;
   }
 }

@@ -10,7 +10,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { parseDurationMs } from '../durations.js';
 import { serviceUnavailable } from './challenge.js';
 import { definePolicy } from './define-policy.js';
-import type { Exchange, Policy, PolicySetup, Refusal } from './policy.js';
+import type { Exchange, Policy, PolicySetup, Refusal, Verdict } from './policy.js';
 import { closed } from './schema-parts.js';
 
 const limitRules = Type.Array(
@@ -121,7 +121,7 @@ class McpRateLimitPolicy implements Policy {
     this.methods = compile('methods', params.methods, setup.throttles);
   }
 
-  onRequest(exchange: Exchange): Refusal | undefined | Promise<Refusal | undefined> {
+  onRequest(exchange: Exchange): Verdict {
     const { call } = exchange;
     if (!call || call.method === '') return undefined;
     let attempts: Attempt[] | undefined;
@@ -136,7 +136,7 @@ class McpRateLimitPolicy implements Policy {
         for (const limiter of rule.limiters) attempts.push({ rule, limiter, key });
       }
     };
-    if (call.method === 'tools/call' && this.tools.length > 0) {
+    if (call.kind.callsItem && call.kind.capability === 'tools' && this.tools.length > 0) {
       match(this.tools, call.target, `tool|${call.target}`);
     }
     if (this.methods.length > 0) match(this.methods, call.method, `method|${call.method}`);
@@ -148,11 +148,7 @@ class McpRateLimitPolicy implements Policy {
  * Takes the call's attempts in order from `from` on, synchronously for as long as the counters
  * answer synchronously; the refusal of the first limit that is full, or undefined.
  */
-function reserve(
-  exchange: Exchange,
-  attempts: readonly Attempt[],
-  from: number,
-): Refusal | undefined | Promise<Refusal | undefined> {
+function reserve(exchange: Exchange, attempts: readonly Attempt[], from: number): Verdict {
   for (let i = from; i < attempts.length; i += 1) {
     const attempt = attempts[i] as Attempt;
     let decision: ThrottleDecision | Promise<ThrottleDecision>;

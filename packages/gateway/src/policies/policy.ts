@@ -18,23 +18,6 @@ export interface Refusal {
   missingScopes: readonly string[];
 }
 
-/** List methods whose results a policy may filter: the call each item stands for, its name key. */
-export const LIST_ITEM_CALL = {
-  'tools/list': ['tools/call', 'name'],
-  'prompts/list': ['prompts/get', 'name'],
-  'resources/list': ['resources/read', 'uri'],
-} as const;
-export type ListMethod = keyof typeof LIST_ITEM_CALL;
-export const LIST_RESULT_KEY: Readonly<Record<ListMethod, string>> = {
-  'tools/list': 'tools',
-  'prompts/list': 'prompts',
-  'resources/list': 'resources',
-};
-
-export function isListMethod(method: string): method is ListMethod {
-  return Object.hasOwn(LIST_ITEM_CALL, method);
-}
-
 /** One MCP request as the policies of its proxy see it. */
 export interface Exchange {
   readonly httpMethod: string;
@@ -43,7 +26,7 @@ export interface Exchange {
   readonly remoteAddress: string;
   /** The JSON-RPC message of a POST; undefined before the body is read and for GET/DELETE. */
   readonly call: McpCall | undefined;
-  /** The caller's verified token once a policy authenticated it. */
+  /** The caller's verified token once the caller was authenticated (`Policy.callers`). */
   readonly token: VerifiedToken | undefined;
   /** This proxy's resource URL on the listener and host that received the request (RFC 9728). */
   readonly resourceUrl: string;
@@ -52,11 +35,26 @@ export interface Exchange {
   readonly scopesSupported: readonly string[];
   /** Who is calling, for per-caller limits: the authenticated subject, else the client address. */
   callerKey(): string;
-  /**
-   * Authenticates the caller with the proxy's authenticator (the first time; later calls give
-   * the same outcome). Without one, a caller can never be authenticated: 401.
-   */
-  authenticate(): Refusal | undefined | Promise<Refusal | undefined>;
+}
+
+/**
+ * What every policy hook returns: a refusal, or undefined to let the request go on; a promise
+ * only while something asynchronous is under way, so the fast path awaits nothing.
+ */
+export type Verdict = Refusal | undefined | Promise<Refusal | undefined>;
+
+/**
+ * Which requests a policy needs an authenticated caller for. A proxy's policies' needs are
+ * combined once, at deploy (`callerRequirement` in `data-plane/registry.ts`); the request path
+ * authenticates when that says so, before any hook runs.
+ */
+export interface CallerNeeds {
+  /** GET (the SSE stream) and DELETE (the session's end), which carry no JSON-RPC call. */
+  readonly transport: boolean;
+  /** Every POSTed call whatever it calls: decided from the headers, before the body is read. */
+  readonly everyCall: boolean;
+  /** This POSTed call. */
+  readonly call: (call: McpCall) => boolean;
 }
 
 /**
@@ -64,14 +62,22 @@ export interface Exchange {
  * reaches the upstream. Hooks run in the order of the policies' `phase`.
  */
 export interface Policy {
-  /** Decides from the request headers alone, before the body is read. */
-  onHeaders?(exchange: Exchange): Refusal | undefined | Promise<Refusal | undefined>;
-  /** Decides once the body is parsed (`exchange.call` is set for a POST). */
-  onRequest?(exchange: Exchange): Refusal | undefined | Promise<Refusal | undefined>;
-  /** Filters list results: false removes the item from the caller's `tools/list` and friends. */
-  onListItem?(exchange: Exchange, listMethod: ListMethod, item: Record<string, unknown>): boolean;
+  /**
+   * Decides once the body is parsed (`exchange.call` is set for a POST), after the caller was
+   * authenticated where `callers` asks for it.
+   */
+  onRequest?(exchange: Exchange): Verdict;
+  /**
+   * Filters list results: false removes the item from the caller's `tools/list` and friends
+   * (`exchange.call.kind` names the capability listed).
+   */
+  onListItem?(exchange: Exchange, item: Record<string, unknown>): boolean;
   /** Scopes this policy may demand, advertised as the metadata's `scopes_supported`. */
   readonly scopes?: readonly string[];
+  /** Requests this policy needs an authenticated caller for. */
+  readonly callers?: CallerNeeds;
+  /** How callers are authenticated (`mcp-auth`); the proxy runtime takes it at deploy. */
+  readonly authenticator?: Authenticator;
 }
 
 /** The verified token, or a refusal (with the token when it is valid but not sufficient). */
@@ -80,7 +86,7 @@ export interface AuthOutcome {
   refusal?: Refusal;
 }
 
-/** Establishes who is calling (`mcp-auth`); one per proxy. */
+/** Establishes who is calling (`mcp-auth`); one per proxy (`Policy.authenticator`). */
 export interface Authenticator {
   /** Synchronous when the token is already verified (a cache hit), so the fast path awaits nothing. */
   authenticate(exchange: Exchange): AuthOutcome | Promise<AuthOutcome>;
@@ -103,8 +109,6 @@ export interface PolicySetup {
    * and instances where it is configured so (`mcp-ratelimit`).
    */
   throttles: ThrottleFactory;
-  /** An authentication policy offers itself here. */
-  provideAuthenticator(authenticator: Authenticator): void;
 }
 
 /** What the running gateway knows that a definition may refer to. */
