@@ -5,6 +5,8 @@ import type {
   onRequestAsyncHookHandler,
 } from 'fastify';
 import { type Counter, collectDefaultMetrics, type Histogram, Registry } from 'prom-client';
+import { bearerChallenge } from './bearer-challenge.js';
+import { InvalidArgumentError } from './errors.js';
 import { bearerToken } from './http-auth.js';
 import { constantTimeEqual } from './secrets.js';
 
@@ -64,7 +66,7 @@ export function requireMetricsToken(token: string): onRequestAsyncHookHandler {
     if (presented !== undefined && constantTimeEqual(presented, token)) return;
     reply
       .code(401)
-      .header('www-authenticate', 'Bearer realm="metrics"')
+      .header('www-authenticate', bearerChallenge({ realm: 'metrics' }))
       .send({ error: 'unauthorized', message: 'A metrics token is required' });
     return reply;
   };
@@ -80,8 +82,17 @@ export function outcomeOfStatus(status: number, success: number): string {
   return status >= 400 && status < 500 ? 'refused' : 'error';
 }
 
+/**
+ * The `grant_type` of a token request as a label: one of `counted`, else `other`, so a client
+ * cannot grow the series with made-up values.
+ */
+export function grantTypeLabel(request: FastifyRequest, counted: ReadonlySet<string>): string {
+  const grantType = formField(request.body, 'grant_type');
+  return grantType !== undefined && counted.has(grantType) ? grantType : 'other';
+}
+
 /** One field of a form body, whether a parser made it an object or it is still text. */
-export function formField(body: unknown, name: string): string | undefined {
+function formField(body: unknown, name: string): string | undefined {
   if (typeof body === 'string') return new URLSearchParams(body).get(name) ?? undefined;
   if (typeof body !== 'object' || body === null) return undefined;
   const value = (body as Record<string, unknown>)[name];
@@ -202,7 +213,7 @@ export class CounterSeries {
 
   /** Adds `amount` (1 by default); prom-client's counters refuse a negative one, and so does this. */
   inc(amount = 1): void {
-    if (!(amount >= 0)) throw new Error(`counters only go up: cannot add ${amount}`);
+    if (!(amount >= 0)) throw new InvalidArgumentError(`counters only go up: cannot add ${amount}`);
     this.value += amount;
   }
 }

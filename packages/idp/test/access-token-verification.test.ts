@@ -1,4 +1,5 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
+import { type IncomingMessage, request } from 'node:http';
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { startTestIdp } from './helpers.js';
@@ -87,5 +88,22 @@ describe('the IdP accepts only its own valid access tokens', async () => {
     });
     expect(response.status).toBe(200);
     expect(await usersStatus(revoked)).toBe(401);
+  });
+});
+
+describe('the SCIM challenge', async () => {
+  const idp = await startTestIdp();
+
+  it('quotes the realm (the Host), so a Host cannot add parameters to the challenge', async () => {
+    const { port } = new URL(idp.url);
+    const response = await new Promise<IncomingMessage>((resolve, reject) =>
+      request({ port, host: '127.0.0.1', path: '/scim2/Users', headers: { host: 'a",error="x' } })
+        .on('response', resolve)
+        .on('error', reject)
+        .end(),
+    );
+    response.resume();
+    expect(response.statusCode).toBe(401);
+    expect(response.headers['www-authenticate']).toBe('Bearer realm="a\\",error=\\"x"');
   });
 });

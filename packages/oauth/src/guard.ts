@@ -1,8 +1,13 @@
-import type { KeyObject } from 'node:crypto';
-import { bearerToken } from '@mcp-identity/common';
+import {
+  bearerChallenge,
+  bearerToken,
+  InvalidArgumentError,
+  type JwtKeyResolver,
+  type JwtVerificationKey,
+  verifyJwt,
+} from '@mcp-identity/common';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import type { CryptoKey, JWK, JWTPayload, JWTVerifyGetKey } from 'jose';
-import { jwtVerify } from 'jose';
+import type { JWTPayload } from 'jose';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import { BadRequestError } from './errors.js';
@@ -10,7 +15,7 @@ import type { IssuerOptions } from './issuer.js';
 import { createIssuerResolver, normalizeBasePath } from './issuer.js';
 import { SCOPE } from './options.js';
 
-export type VerificationKey = CryptoKey | KeyObject | JWK | Uint8Array | JWTVerifyGetKey;
+export type VerificationKey = JwtVerificationKey | JwtKeyResolver;
 
 export interface McpGuardOptions extends IssuerOptions {
   /** The access-token verification key, or a key getter such as jose's `createLocalJWKSet`. */
@@ -53,6 +58,8 @@ function decodedPath(url: string): string | undefined {
   }
 }
 
+const resourceMetadataUrl = (issuer: string) => `${issuer}/.well-known/oauth-protected-resource`;
+
 function scopesOf(claims: JWTPayload): string[] {
   return typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
 }
@@ -64,33 +71,28 @@ function scopesOf(claims: JWTPayload): string[] {
  */
 export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHandler {
   const algorithms = options.algorithms.filter((alg) => alg.toLowerCase() !== 'none');
-  if (algorithms.length === 0) throw new TypeError('createMcpGuard needs a pinned algorithm');
+  if (algorithms.length === 0)
+    throw new InvalidArgumentError('createMcpGuard needs a pinned algorithm');
   const issuerOf = createIssuerResolver(options);
   const guarded = `${normalizeBasePath(options.basePath)}${options.mcpPath ?? '/mcp'}`;
   const clock = options.clock ?? systemClock;
   const key = options.key;
 
-  async function verify(token: string, issuer: string): Promise<JWTPayload> {
-    const verifyOptions = {
+  const verify = (token: string, issuer: string) =>
+    verifyJwt(token, key, {
       algorithms,
       issuer,
       audience: `${issuer}/mcp`,
-      currentDate: new Date(clock()),
       requiredClaims: ['exp', 'sub'],
-    };
-    const result =
-      typeof key === 'function'
-        ? await jwtVerify(token, key, verifyOptions)
-        : await jwtVerify(token, key, verifyOptions);
-    return result.payload;
-  }
+      clock,
+    });
 
   function challenge(reply: FastifyReply, issuer: string) {
     return reply
       .code(401)
       .header(
         'www-authenticate',
-        `Bearer realm="mcp", resource_metadata="${issuer}/.well-known/oauth-protected-resource"`,
+        bearerChallenge({ realm: 'mcp', resource_metadata: resourceMetadataUrl(issuer) }),
       )
       .send({
         error: 'invalid_token',
@@ -114,12 +116,9 @@ export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHand
     }
     const token = bearerToken(request.headers.authorization);
     if (token === undefined) return challenge(reply, issuer);
-    let claims: JWTPayload;
-    try {
-      claims = await verify(token, issuer);
-    } catch {
-      return challenge(reply, issuer);
-    }
+    const verified = await verify(token, issuer);
+    if (!verified.ok) return challenge(reply, issuer);
+    const claims = verified.payload;
     if (options.isSubjectActive && !(await options.isSubjectActive(claims.sub as string))) {
       return challenge(reply, issuer);
     }
@@ -129,7 +128,11 @@ export function createMcpGuard(options: McpGuardOptions): onRequestAsyncHookHand
         .code(403)
         .header(
           'www-authenticate',
-          `Bearer error="insufficient_scope", scope="${SCOPE}", resource_metadata="${issuer}/.well-known/oauth-protected-resource"`,
+          bearerChallenge({
+            error: 'insufficient_scope',
+            scope: SCOPE,
+            resource_metadata: resourceMetadataUrl(issuer),
+          }),
         )
         .send({
           error: 'insufficient_scope',

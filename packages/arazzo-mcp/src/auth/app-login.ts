@@ -1,14 +1,15 @@
 import {
+  bearerChallenge,
   bearerToken,
   isUtf8Body,
   memoryThrottles,
   reserveEach,
   type ThrottleFactory,
+  verifyJwt,
 } from '@mcp-identity/common';
 import type { IssuerResolver, SigningKey } from '@mcp-identity/oauth';
 import { signToken } from '@mcp-identity/oauth';
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { jwtVerify } from 'jose';
 import { type Accounts, accountEmail } from './accounts.js';
 
 export const LOGIN_PATH = '/api/auth/login';
@@ -143,7 +144,7 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
     const subject = await bearerSubject(request, options, clock);
     const account = subject === undefined ? undefined : await options.accounts.findById(subject);
     if (account === undefined) {
-      reply.header('www-authenticate', 'Bearer');
+      reply.header('www-authenticate', bearerChallenge());
       return sendError(reply, 401, 'invalid_token', 'A valid Bearer token is required.');
     }
     return reply.header('cache-control', 'no-store').send({ id: account.id, email: account.email });
@@ -159,16 +160,12 @@ async function bearerSubject(
   const token = bearerToken(request.headers.authorization);
   if (token === undefined) return undefined;
   const issuer = options.issuer(request);
-  try {
-    const { payload } = await jwtVerify(token, options.key.publicKey, {
-      algorithms: [options.key.alg],
-      issuer,
-      audience: tokenAudience(issuer),
-      currentDate: new Date(clock()),
-      requiredClaims: ['exp', 'sub'],
-    });
-    return payload.sub;
-  } catch {
-    return undefined;
-  }
+  const verified = await verifyJwt(token, options.key.publicKey, {
+    algorithms: [options.key.alg],
+    issuer,
+    audience: tokenAudience(issuer),
+    requiredClaims: ['exp', 'sub'],
+    clock,
+  });
+  return verified.ok ? verified.payload.sub : undefined;
 }

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
-import type { Logger } from '@mcp-identity/common';
+import { type Logger, UnexpectedResponseError } from '@mcp-identity/common';
 import { importJWK, type JWK } from 'jose';
 import { Agent, fetch } from 'undici';
 import type { JwtSettings, KeyManagerConfig } from '../config.js';
@@ -193,9 +193,11 @@ export class JwksCache {
       signal: AbortSignal.timeout(this.settings.jwksFetchTimeoutMs),
       headers: { accept: 'application/json' },
     });
-    if (!response.ok) throw new Error(`JWKS endpoint answered ${response.status}`);
+    if (!response.ok)
+      throw new UnexpectedResponseError(`JWKS endpoint answered ${response.status}`);
     const body = (await response.json()) as { keys?: unknown };
-    if (!Array.isArray(body.keys)) throw new Error('JWKS document has no keys array');
+    if (!Array.isArray(body.keys))
+      throw new UnexpectedResponseError('JWKS document has no keys array');
     return body.keys.filter((k): k is JWK => k !== null && typeof k === 'object');
   }
 }

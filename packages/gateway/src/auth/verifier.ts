@@ -1,5 +1,5 @@
-import { addBounded, type Logger } from '@mcp-identity/common';
-import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from 'jose';
+import { addBounded, type Logger, verifyJwt } from '@mcp-identity/common';
+import { decodeJwt, decodeProtectedHeader, type JWTPayload } from 'jose';
 import type { JwtSettings, KeyManagerConfig } from '../config.js';
 import { ALLOWED_ALGORITHMS, type AllowedAlgorithm, JwksCache } from './jwks.js';
 
@@ -140,25 +140,19 @@ export class TokenVerifier {
     }
     const { key } = lookup;
 
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, key, {
-        algorithms: [alg as string],
-        issuer: manager.issuer,
-        requiredClaims: ['exp'],
-        clockTolerance: this.settings.leewaySeconds,
-        currentDate: new Date(this.now()),
-      }));
-    } catch (error) {
-      return {
-        ok: false,
-        reason: error instanceof errors.JOSEError ? error.code : 'invalid token',
-      };
+    const result = await verifyJwt(token, key, {
+      algorithms: [alg as string],
+      issuer: manager.issuer,
+      requiredClaims: ['exp'],
+      clockToleranceSeconds: this.settings.leewaySeconds,
+      rejectFutureIat: true,
+      clock: this.now,
+    });
+    if (!result.ok) {
+      const future = result.claim === 'iat' && result.cause === 'check_failed';
+      return { ok: false, reason: future ? 'token issued in the future' : result.code };
     }
-    const nowSeconds = this.now() / 1000;
-    if (typeof payload.iat === 'number' && payload.iat > nowSeconds + this.settings.leewaySeconds) {
-      return { ok: false, reason: 'token issued in the future' };
-    }
+    const { payload } = result;
     const verified: VerifiedToken = {
       payload,
       keyManager: manager.name,

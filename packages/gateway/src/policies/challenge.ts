@@ -1,17 +1,5 @@
-import { jsonRpcError } from '@mcp-identity/common';
+import { bearerChallenge, jsonRpcError } from '@mcp-identity/common';
 import type { Exchange, Refusal } from './policy.js';
-
-/** Builds an RFC 6750 `WWW-Authenticate: Bearer ...` value in the order WSO2 emits. */
-function bearerChallenge(
-  resourceMetadataUrl: string,
-  scopes: readonly string[],
-  error: 'invalid_token' | 'insufficient_scope',
-): string {
-  const parts = [`resource_metadata="${resourceMetadataUrl}"`];
-  if (scopes.length > 0) parts.push(`scope="${scopes.join(' ')}"`);
-  parts.push(`error="${error}"`);
-  return `Bearer ${parts.join(', ')}`;
-}
 
 const AUTHENTICATION_FAILED = { error: 'Unauthorized', message: 'Authentication failed' };
 
@@ -27,11 +15,12 @@ export function unauthenticated(
   return {
     status: 401,
     headers: {
-      'www-authenticate': bearerChallenge(
-        exchange.resourceMetadataUrl,
-        exchange.scopesSupported,
-        'invalid_token',
-      ),
+      // WSO2's order of the parameters.
+      'www-authenticate': bearerChallenge({
+        resource_metadata: exchange.resourceMetadataUrl,
+        scope: exchange.scopesSupported.join(' '),
+        error: 'invalid_token',
+      }),
     },
     body,
     decision: 'unauthenticated',
@@ -49,11 +38,11 @@ export function insufficientScope(
   return {
     status: 403,
     headers: {
-      'www-authenticate': bearerChallenge(
-        exchange.resourceMetadataUrl,
-        missingScopes,
-        'insufficient_scope',
-      ),
+      'www-authenticate': bearerChallenge({
+        resource_metadata: exchange.resourceMetadataUrl,
+        scope: missingScopes.join(' '),
+        error: 'insufficient_scope',
+      }),
     },
     body: {
       error: 'Forbidden',

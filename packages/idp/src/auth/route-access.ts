@@ -1,3 +1,4 @@
+import { InternalError } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
 import { type AccessRule, findAccessRule } from '../scim/scopes.js';
 
@@ -41,7 +42,7 @@ export function requireAccessRules(app: FastifyInstance): readonly string[] {
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) {
       if (!routeAccess(method, route.url)) {
-        throw new Error(`IdP route ${method} ${route.url} has no access rule`);
+        throw new InternalError(`IdP route ${method} ${route.url} has no access rule`);
       }
       routes.push(`${method} ${route.url}`);
     }

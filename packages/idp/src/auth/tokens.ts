@@ -1,10 +1,16 @@
 import { type KeyObject, randomUUID } from 'node:crypto';
-import { sha256Base64Url } from '@mcp-identity/common';
-import type { JWTPayload } from 'jose';
+import {
+  checkJwtClaims,
+  type JwtVerification,
+  type JwtVerifyOptions,
+  sha256Base64Url,
+  verifyJwt,
+} from '@mcp-identity/common';
+import { decodeJwt, decodeProtectedHeader, type JWSHeaderParameters, type JWTPayload } from 'jose';
 import { type Db, statement } from '../store/db.js';
 import type { KeyStore } from '../store/keys.js';
 import { ReadCache } from '../store/read-cache.js';
-import { signRs256, verifyRs256 } from './jws.js';
+import { signRs256 } from './jws.js';
 import { TokensAhead } from './tokens-ahead.js';
 
 export type AccessTokenClaims = JWTPayload & {
@@ -69,12 +75,27 @@ export class TokenService {
     (issued) => this.isCurrent(issued),
   );
 
+  /**
+   * RFC 7519 §4.1: RS256 by a key of this issuer (its `kid`), this issuer, not expired (`exp`
+   * is required: every token here has one), not before `nbf`. No clock tolerance.
+   */
+  private readonly rules: JwtVerifyOptions;
+
   constructor(
     private readonly db: Db,
     private readonly keys: KeyStore,
     private readonly options: TokenServiceOptions,
   ) {
     this.revoked = new ReadCache(db, 1);
+    this.rules = {
+      algorithms: ['RS256'],
+      // The issuer is known once the server listens (`options.issuer` may be a getter).
+      get issuer() {
+        return options.issuer;
+      },
+      requiredClaims: ['exp'],
+      clock: () => options.now() * 1000,
+    };
   }
 
   get issuer(): string {
@@ -136,30 +157,31 @@ export class TokenService {
 
   /** The claims of a valid, unrevoked token of this issuer; undefined otherwise. */
   async verify(token: string): Promise<AccessTokenClaims | undefined> {
-    const payload = verifyRs256(
-      token,
-      (kid) => this.keys.verificationKey(kid),
-      this.signed.has(sha256Base64Url(token)),
-    );
-    if (!payload || !this.validClaims(payload)) return undefined;
-    const claims = payload as AccessTokenClaims;
+    const verified = this.signed.has(sha256Base64Url(token))
+      ? this.verifySignedHere(token)
+      : await verifyJwt(token, this.keyFor, this.rules);
+    if (!verified.ok) return undefined;
+    const claims = verified.payload as AccessTokenClaims;
     if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
     if (this.isRevoked(claims.jti)) return undefined;
     if (isUserToken(claims) && !this.options.isUserActive(claims.sub)) return undefined;
     return claims;
   }
 
+  private readonly keyFor = (header: JWSHeaderParameters): KeyObject | undefined =>
+    typeof header.kid === 'string' ? this.keys.verificationKey(header.kid) : undefined;
+
   /**
-   * RFC 7519 §4.1: this issuer, not expired (`exp` is required: every token here has one), not
-   * before `nbf`, and the time claims present are numbers. No clock tolerance.
+   * A token whose exact bytes this process signed: its signature needs no RSA check, but its
+   * key may have been retired since and its claims are judged as any other token's.
    */
-  private validClaims(payload: Record<string, unknown>): boolean {
-    const now = this.options.now();
-    const { iss, exp, nbf, iat } = payload;
-    if (iss !== this.options.issuer) return false;
-    if (typeof exp !== 'number' || exp <= now) return false;
-    if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now)) return false;
-    return iat === undefined || typeof iat === 'number';
+  private verifySignedHere(token: string): JwtVerification {
+    const header = decodeProtectedHeader(token);
+    if (this.keyFor(header) === undefined) {
+      return { ok: false, code: 'ERR_JWKS_NO_MATCHING_KEY', message: 'the signing key is retired' };
+    }
+    const payload = decodeJwt(token);
+    return checkJwtClaims(header, payload, this.rules) ?? { ok: true, payload, header };
   }
 
   revoke(claims: AccessTokenClaims): void {

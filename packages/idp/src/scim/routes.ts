@@ -1,4 +1,4 @@
-import { bearerToken } from '@mcp-identity/common';
+import { bearerChallenge, bearerToken, type JsonObject } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccessTokenClaims, TokenService } from '../auth/tokens.js';
 import { processBulk } from './bulk.js';
@@ -35,7 +35,6 @@ export type ScimRouteOptions = {
 };
 
 type RequestAccess = Access & { claims?: AccessTokenClaims };
-type Json = Record<string, unknown>;
 
 // WSO2 (AbstractResource.isValidInputFormat) accepts these, with or without parameters.
 const ACCEPTED_INPUT = new Set([
@@ -227,7 +226,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     return sendScim(reply, await service.patchUser('user', id, body));
   });
 
-  const discovery = (path: string, read: (request: FastifyRequest) => Json | undefined) => {
+  const discovery = (path: string, read: (request: FastifyRequest) => JsonObject | undefined) => {
     app.get(path, async (request, reply) => {
       const body = read(request);
       if (!body) {
@@ -271,7 +270,7 @@ export async function admitBearer(
   const token = bearerToken(request.headers.authorization);
   const claims = token ? await tokens.verify(token) : undefined;
   if (!claims) {
-    reply.header('www-authenticate', `Bearer realm="${request.hostname}"`);
+    reply.header('www-authenticate', bearerChallenge({ realm: request.hostname }));
     valveError(reply, 401);
     return undefined;
   }
