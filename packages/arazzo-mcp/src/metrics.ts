@@ -3,7 +3,7 @@ import {
   counterChildren,
   createMetricsRegistry,
   DURATION_BUCKETS,
-  formField,
+  grantTypeLabel,
   type HttpRequestRecorder,
   httpRequestMetrics,
   outcomeOfStatus,
@@ -12,7 +12,7 @@ import {
   requireMetricsToken,
   routeLabel,
 } from '@mcp-identity/common';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
 import { LOGIN_PATH } from './auth/app-login.js';
 import type { ToolCatalog } from './tools/catalog.js';
@@ -30,11 +30,6 @@ const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
 /** The login form re-rendered (200) is a refused password; a redirect with the code a sign-in. */
 function oauthLoginOutcome(status: number): string {
   return status === 200 ? 'failure' : outcomeOfStatus(status, 303);
-}
-
-function grantTypeOf(request: FastifyRequest): string {
-  const value = formField(request.body, 'grant_type');
-  return value !== undefined && GRANT_TYPES.has(value) ? value : 'other';
 }
 
 export interface ArazzoMcpMetrics {
@@ -154,7 +149,7 @@ function countOAuthEvents(app: FastifyInstance, registry: Registry): void {
         logins('app', status === 401 ? 'failure' : outcomeOfStatus(status, 200)).inc();
         break;
       case '/oauth/token':
-        tokens(grantTypeOf(request), outcomeOfStatus(status, 200)).inc();
+        tokens(grantTypeLabel(request, GRANT_TYPES), outcomeOfStatus(status, 200)).inc();
         break;
     }
   });

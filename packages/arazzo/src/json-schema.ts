@@ -2,13 +2,10 @@
  * Turning OpenAPI Schema Objects into self-contained JSON Schemas, and reading the schema of a
  * value inside another by JSON pointer: what a workflow output's type is derived from.
  */
+import { isJsonObject } from '@mcp-identity/common';
 import type { OpenApiSource } from './openapi.js';
 
 export type JsonSchema = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonSchema {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 const SUBSCHEMA_MAPS = ['properties', 'patternProperties'];
 const SUBSCHEMA_LISTS = ['allOf', 'anyOf', 'oneOf'];
@@ -50,12 +47,12 @@ export function toJsonSchema(
   node: unknown,
   seen: ReadonlySet<string> = new Set(),
 ): JsonSchema {
-  if (isObject(node) && typeof node.$ref === 'string') {
+  if (isJsonObject(node) && typeof node.$ref === 'string') {
     const target = source.deref(node);
-    if (seen.has(node.$ref) || !isObject(target)) return {};
+    if (seen.has(node.$ref) || !isJsonObject(target)) return {};
     return toJsonSchema(source, target, new Set([...seen, node.$ref]));
   }
-  if (node === true || !isObject(node)) return {};
+  if (node === true || !isJsonObject(node)) return {};
   const schema: JsonSchema = {};
   for (const [key, value] of Object.entries(node)) {
     if (PLAIN_KEYWORDS.has(key)) schema[key] = value;
@@ -63,7 +60,7 @@ export function toJsonSchema(
       schema[key] = typeof value === 'boolean' ? value : toJsonSchema(source, value, seen);
     } else if (SUBSCHEMA_LISTS.includes(key) && Array.isArray(value)) {
       schema[key] = value.map((item) => toJsonSchema(source, item, seen));
-    } else if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) {
+    } else if (SUBSCHEMA_MAPS.includes(key) && isJsonObject(value)) {
       schema[key] = Object.fromEntries(
         Object.entries(value).map(([name, item]) => [name, toJsonSchema(source, item, seen)]),
       );
@@ -93,13 +90,13 @@ export function typesOf(schema: JsonSchema): string[] | undefined {
   for (const keyword of ['anyOf', 'oneOf']) {
     const branches = schema[keyword];
     if (!Array.isArray(branches)) continue;
-    const types = branches.map((branch) => (isObject(branch) ? typesOf(branch) : undefined));
+    const types = branches.map((branch) => (isJsonObject(branch) ? typesOf(branch) : undefined));
     if (types.some((list) => list === undefined)) return undefined;
     return [...new Set(types.flat() as string[])];
   }
   if (Array.isArray(schema.allOf)) {
     for (const member of schema.allOf) {
-      const types = isObject(member) ? typesOf(member) : undefined;
+      const types = isJsonObject(member) ? typesOf(member) : undefined;
       if (types) return types;
     }
   }
@@ -142,7 +139,7 @@ function isPlainTypeUnion(schema: JsonSchema): boolean {
   const branches = schema[keys[0]];
   return (
     Array.isArray(branches) &&
-    branches.every((branch) => isObject(branch) && Object.keys(branch).join() === 'type')
+    branches.every((branch) => isJsonObject(branch) && Object.keys(branch).join() === 'type')
   );
 }
 
@@ -188,16 +185,16 @@ export function schemasAt(schema: JsonSchema, tokens: readonly string[]): JsonSc
     const branches = schema[keyword];
     if (!Array.isArray(branches)) continue;
     const reached = branches.flatMap((branch) =>
-      isObject(branch) ? schemasAt(branch, tokens) : [],
+      isJsonObject(branch) ? schemasAt(branch, tokens) : [],
     );
     // Every allOf member holds at once: a member found in several of them is in all of them.
     found.push(...(keyword === 'allOf' && reached.length > 1 ? [{ allOf: reached }] : reached));
   }
-  const properties = isObject(schema.properties) ? schema.properties : {};
-  if (isObject(properties[token])) found.push(...schemasAt(properties[token], rest));
-  else if (/^(0|[1-9][0-9]*)$/.test(token) && isObject(schema.items)) {
+  const properties = isJsonObject(schema.properties) ? schema.properties : {};
+  if (isJsonObject(properties[token])) found.push(...schemasAt(properties[token], rest));
+  else if (/^(0|[1-9][0-9]*)$/.test(token) && isJsonObject(schema.items)) {
     found.push(...schemasAt(schema.items, rest));
-  } else if (isObject(schema.additionalProperties)) {
+  } else if (isJsonObject(schema.additionalProperties)) {
     found.push(...schemasAt(schema.additionalProperties, rest));
   } else if (schema.additionalProperties === true) found.push({});
   return found;

@@ -1,26 +1,21 @@
+import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 /** A loaded OpenAPI 3.0/3.1 source description: operations, servers, security schemes. */
 import { getByPointer, joinPointer, parsePointer } from './json-pointer.js';
 
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-
-type Json = Record<string, unknown>;
 
 export interface Operation {
   source: OpenApiSource;
   /** path template, e.g. /users/{id} */
   path: string;
   method: string;
-  operation: Json;
+  operation: JsonObject;
   /** JSON pointer of the operation object inside the source document */
   pointer: string;
   servers: unknown[];
 }
 
 export type SecurityRequirement = Record<string, string[]>;
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 export class OpenApiSource {
   readonly operations: Operation[] = [];
@@ -30,15 +25,15 @@ export class OpenApiSource {
     readonly name: string,
     /** absolute path or URL the document was loaded from */
     readonly location: string,
-    readonly doc: Json,
+    readonly doc: JsonObject,
   ) {
-    const paths = isObject(doc.paths) ? doc.paths : {};
+    const paths = isJsonObject(doc.paths) ? doc.paths : {};
     for (const [path, rawItem] of Object.entries(paths)) {
       const item = this.deref(rawItem);
-      if (!isObject(item)) continue;
+      if (!isJsonObject(item)) continue;
       for (const method of HTTP_METHODS) {
         const operation = this.deref(item[method]);
-        if (!isObject(operation)) continue;
+        if (!isJsonObject(operation)) continue;
         const op: Operation = {
           source: this,
           path,
@@ -59,14 +54,14 @@ export class OpenApiSource {
   }
 
   get title(): string {
-    return isObject(this.doc.info) && typeof this.doc.info.title === 'string'
+    return isJsonObject(this.doc.info) && typeof this.doc.info.title === 'string'
       ? this.doc.info.title
       : '';
   }
 
   /** Follows local `$ref`s ("#/..."); an external or dangling reference gives undefined. */
   deref(node: unknown, seen: Set<string> = new Set()): unknown {
-    if (!isObject(node) || typeof node.$ref !== 'string') return node;
+    if (!isJsonObject(node) || typeof node.$ref !== 'string') return node;
     const ref = node.$ref;
     if (!ref.startsWith('#') || seen.has(ref)) return undefined;
     seen.add(ref);
@@ -87,7 +82,7 @@ export class OpenApiSource {
         node.forEach((item, i) => {
           walk(item, `${pointer}/${i}`);
         });
-      } else if (isObject(node)) {
+      } else if (isJsonObject(node)) {
         if (typeof node.$ref === 'string' && this.deref(node) === undefined) {
           found.push({ pointer: `${pointer}/$ref`, ref: node.$ref });
         }
@@ -113,7 +108,7 @@ export class OpenApiSource {
     return this.operations.find((op) => op.path === tokens[1] && op.method === method);
   }
 
-  private serversOf(operation: Json, item: Json): unknown[] {
+  private serversOf(operation: JsonObject, item: JsonObject): unknown[] {
     for (const candidate of [operation.servers, item.servers, this.doc.servers]) {
       if (Array.isArray(candidate) && candidate.length > 0) return candidate;
     }
@@ -122,17 +117,17 @@ export class OpenApiSource {
 
   /** Security alternatives for an operation: operation, else path item, else root. */
   securityFor(op: Operation): SecurityRequirement[] {
-    const item = this.deref((this.doc.paths as Json)[op.path]) as Json;
+    const item = this.deref((this.doc.paths as JsonObject)[op.path]) as JsonObject;
     for (const candidate of [op.operation.security, item.security, this.doc.security]) {
-      if (Array.isArray(candidate)) return candidate.filter(isObject) as SecurityRequirement[];
+      if (Array.isArray(candidate)) return candidate.filter(isJsonObject) as SecurityRequirement[];
     }
     return [];
   }
 
-  securityScheme(name: string): Json | undefined {
-    const components = isObject(this.doc.components) ? this.doc.components : {};
-    const schemes = isObject(components.securitySchemes) ? components.securitySchemes : {};
+  securityScheme(name: string): JsonObject | undefined {
+    const components = isJsonObject(this.doc.components) ? this.doc.components : {};
+    const schemes = isJsonObject(components.securitySchemes) ? components.securitySchemes : {};
     const scheme = this.deref(schemes[name]);
-    return isObject(scheme) ? scheme : undefined;
+    return isJsonObject(scheme) ? scheme : undefined;
   }
 }

@@ -1,5 +1,6 @@
 import { type Static, type TSchema, type TUnsafe, Type } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
+import { McpIdentityError } from './errors.js';
 
 /**
  * Configuration and policy documents are described once, as TypeBox schemas: the schema is
@@ -31,7 +32,9 @@ export interface SchemaIssue {
 }
 
 /** A value that must match a schema did not; the message lists every issue by JSON pointer. */
-export class SchemaError extends Error {
+export class SchemaError extends McpIdentityError {
+  readonly code = 'ERR_SCHEMA';
+
   constructor(
     what: string,
     readonly issues: readonly SchemaIssue[],
@@ -39,7 +42,6 @@ export class SchemaError extends Error {
     super(
       `${what} is invalid:\n${issues.map((i) => `  ${jsonPointer(i.path)}: ${i.message}`).join('\n')}`,
     );
-    this.name = 'SchemaError';
   }
 }
 
@@ -81,8 +83,11 @@ export function stringEnum<const V extends readonly string[]>(values: V): TUnsaf
   return Type.Unsafe<V[number]>({ enum: [...values] });
 }
 
+/** A JSON object as parsed from a document: its members are not yet checked. */
+export type JsonObject = Record<string, unknown>;
+
 /** A JSON object (not an array, not null): for checks that also run on invalid documents. */
-export function isJsonObject(value: unknown): value is Record<string, unknown> {
+export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

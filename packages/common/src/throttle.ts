@@ -1,3 +1,5 @@
+import { clientNetwork } from './client-address.js';
+import { InvalidArgumentError } from './errors.js';
 import { addBounded } from './memo.js';
 
 /** The answer of `Throttle.reserve`. */
@@ -48,7 +50,7 @@ interface Window {
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new TypeError(`FixedWindowThrottle: ${name} must be a positive integer`);
+    throw new InvalidArgumentError(`FixedWindowThrottle: ${name} must be a positive integer`);
   }
   return value;
 }
@@ -160,6 +162,22 @@ export async function reserveEach(
     taken.push([throttle, key]);
   }
   return { allowed: true };
+}
+
+/**
+ * Counts one attempt from the client at `ip` against its address and against its network, or
+ * refuses it: one host cannot get past a per-address limit by using many addresses of one
+ * network (see `clientNetwork`).
+ */
+export function reserveForAddress(
+  ip: string,
+  perIp: Throttle,
+  perNetwork: Throttle,
+): Promise<ThrottleDecision> {
+  return reserveEach([
+    [perIp, ip],
+    [perNetwork, clientNetwork(ip)],
+  ]);
 }
 
 /** The default factory: counters in process memory. */

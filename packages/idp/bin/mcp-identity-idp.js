@@ -1,12 +1,5 @@
 #!/usr/bin/env node
-// npm links this file at install time, before anything is compiled; it runs the
-// compiled command, or says how to build it.
-import('../dist/bin.js').catch((error) => {
-  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/bin.js')) {
-    process.stderr.write(
-      'mcp-identity-idp is not built yet: run `npm run build` at the repository root.\n',
-    );
-    process.exit(1);
-  }
-  throw error;
-});
+// npm links this file at install time, before anything is compiled: see common's run-compiled.js.
+import { runCompiled } from '@mcp-identity/common/run-compiled';
+
+runCompiled('mcp-identity-idp', new URL('../dist/bin.js', import.meta.url));

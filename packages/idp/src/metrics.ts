@@ -1,7 +1,8 @@
 import {
   counterChildren,
   createMetricsRegistry,
-  formField,
+  grantTypeLabel,
+  InternalError,
   instrumentHttp,
   METRICS_PATH,
   outcomeOfStatus,
@@ -65,7 +66,10 @@ export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): 
   app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request);
     if (route === '/oauth2/token') {
-      tokenRequests(grantTypeOf(request), outcomeOfStatus(reply.statusCode, 200)).inc();
+      tokenRequests(
+        grantTypeLabel(request, COUNTED_GRANT_TYPES),
+        outcomeOfStatus(reply.statusCode, 200),
+      ).inc();
     } else if (route === '/oauth2/authorize' && request.method === 'POST') {
       logins(loginOutcome(reply.statusCode, reply.getHeader('location'))).inc();
     } else if (request.url.startsWith('/scim2/')) {
@@ -81,15 +85,10 @@ export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): 
   registerMetricsRoute(app, registry, { authorize: requireMetricsScope(tokens) });
 }
 
-function grantTypeOf(request: FastifyRequest): string {
-  const grantType = formField(request.body, 'grant_type');
-  return grantType !== undefined && COUNTED_GRANT_TYPES.has(grantType) ? grantType : 'other';
-}
-
 /** The access rule of `GET /metrics`, checked as the SCIM valve checks its routes. */
 function requireMetricsScope(tokens: TokenService) {
   const rule = findAccessRule('GET', METRICS_PATH);
-  if (!rule) throw new Error(`IdP route GET ${METRICS_PATH} has no access rule`);
+  if (!rule) throw new InternalError(`IdP route GET ${METRICS_PATH} has no access rule`);
   return async (request: FastifyRequest, reply: FastifyReply) =>
     (await admitBearer(tokens, rule, request, reply)) ? undefined : reply;
 }

@@ -1,14 +1,17 @@
 import {
   batchedStdout,
+  type Clock,
   createApp,
   createLogger,
   createOriginPolicy,
   ensureSelfSignedCertificate,
+  epochSeconds,
   type Logger,
   type OriginPolicy,
   registerCors,
   registerHealthRoutes,
   startServer,
+  systemClock,
 } from '@mcp-identity/common';
 import { requireAccessRules } from './auth/route-access.js';
 import { currentUserScopes, isActiveUser } from './auth/subjects.js';
@@ -65,8 +68,8 @@ export type IdpOptions = {
   allowedOrigins?: readonly string[];
   /** Abuse limits of the OAuth endpoints (defaults: `DEFAULT_OAUTH_LIMITS`). */
   limits?: Partial<OAuthLimits>;
-  /** Clock in milliseconds (tests). */
-  now?: () => number;
+  /** Every expiry's clock (tests). */
+  now?: Clock;
 };
 
 export type RunningIdp = {
@@ -124,27 +127,25 @@ function createCore(
   },
   urls: { base: () => string; issuer: () => string },
 ): Core {
-  const nowMs = options.now ?? Date.now;
-  const nowSeconds = () => Math.floor(nowMs() / 1000);
+  const clock = options.now ?? systemClock;
   const accessTtl = options.accessTokenTtlSeconds ?? DEFAULT_ACCESS_TTL;
   const db = openDatabase(dataDir, { create: options.create ?? true });
   const apps = new AppStore(db, {
-    now: nowSeconds,
+    clock,
     ...(options.limits?.unusedClientTtlSeconds === undefined
       ? {}
       : { unusedClientTtlSeconds: options.limits.unusedClientTtlSeconds }),
   });
-  const keys = new KeyStore(db, accessTtl, nowSeconds);
+  const keys = new KeyStore(db, accessTtl, clock);
   const locations = new Locations(urls.base);
-  const now = () => new Date(nowMs());
   const knownScopes = new Set(KNOWN_SCOPES);
   const service = new ScimService(
-    new UserStore(db, now),
-    new GroupStore(db, now),
+    new UserStore(db, clock),
+    new GroupStore(db, clock),
     new RoleStore(db, {
       knownScopes: () => knownScopes,
       applicationName: (clientId) => apps.get(clientId)?.name,
-      now,
+      clock,
     }),
     locations,
   );
@@ -153,14 +154,14 @@ function createCore(
       return urls.issuer();
     },
     accessTokenTtlSeconds: accessTtl,
-    now: nowSeconds,
+    now: () => epochSeconds(clock),
     isUserActive: (userId) => isActiveUser(service.users, userId),
     ...(options.alone ? { alone: options.alone } : {}),
   });
   const grants = new GrantStore(db, {
     codeTtlSeconds: 120,
     refreshTtlSeconds: options.refreshTokenTtlSeconds ?? DEFAULT_REFRESH_TTL,
-    now: nowSeconds,
+    clock,
   });
   return {
     db,
@@ -269,7 +270,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
         maxPending: limits.maxPendingLogins,
         perNetwork: limits.pendingLoginsPerNetwork,
         perClient: limits.pendingLoginsPerClient,
-        now: () => Math.floor((options.now ?? Date.now)() / 1000),
+        clock: options.now ?? systemClock,
       }),
       keys: core.keys,
       users: core.service.users,
@@ -279,7 +280,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       knownScopes: KNOWN_SCOPES,
       secureCookies: !options.http,
       limits,
-      clock: options.now ?? Date.now,
+      clock: options.now ?? systemClock,
     });
     await app.register(scimRoutes, {
       prefix: '/scim2',

@@ -159,17 +159,31 @@ export async function registerClient(idp: RunningIdp, name = 'test client'): Pro
   return ((await response.json()) as { client_id: string }).client_id;
 }
 
-/** Runs the login form (GET, then POST with its CSRF token) and returns the response. */
-export async function postLogin(
+/** A login form as a browser holds it: the CSRF token in the page and the cookie beside it. */
+export interface LoginForm {
+  csrf: string;
+  cookie: string;
+}
+
+/** GETs the login form of an authorize request. */
+export async function fetchLoginForm(
   idp: RunningIdp,
   params: Record<string, string>,
-  credentials: { userName: string; password: string },
-): Promise<Response> {
+): Promise<LoginForm> {
   const page = await fetch(`${idp.url}/oauth2/authorize?${new URLSearchParams(params)}`);
   const html = await page.text();
   const csrf = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
   if (!csrf) throw new Error(`no login form (${page.status})`);
-  const cookie = page.headers.get('set-cookie')?.split(';')[0] ?? '';
+  return { csrf, cookie: page.headers.get('set-cookie')?.split(';')[0] ?? '' };
+}
+
+/** POSTs a login form with the given credentials. */
+export function postLoginForm(
+  idp: RunningIdp,
+  params: Record<string, string>,
+  { csrf, cookie }: LoginForm,
+  credentials: { userName: string; password: string },
+): Promise<Response> {
   return fetch(`${idp.url}/oauth2/authorize`, {
     method: 'POST',
     redirect: 'manual',
@@ -181,6 +195,15 @@ export async function postLogin(
       password: credentials.password,
     }),
   });
+}
+
+/** Runs the login form (GET, then POST with its CSRF token) and returns the response. */
+export async function postLogin(
+  idp: RunningIdp,
+  params: Record<string, string>,
+  credentials: { userName: string; password: string },
+): Promise<Response> {
+  return postLoginForm(idp, params, await fetchLoginForm(idp, params), credentials);
 }
 
 /** A PKCE pair and the authorize parameters of one login. */

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import {
   authorizeRequest,
   createUserWithRole,
+  fetchLoginForm,
+  postLoginForm,
   registerClient,
   startTestIdp,
   userBody,
@@ -14,26 +16,10 @@ describe('IdP login form', async () => {
   await createUserWithRole(idp, 'signer', 'Signer-pass1', []);
   const clientId = await registerClient(idp);
 
-  const openForm = async (params: Record<string, string>) => {
-    const page = await fetch(`${idp.url}/oauth2/authorize?${new URLSearchParams(params)}`);
-    const html = await page.text();
-    return {
-      csrf: /name="csrf_token" value="([^"]+)"/.exec(html)![1]!,
-      cookie: page.headers.get('set-cookie')!.split(';')[0]!,
-    };
-  };
+  const signer = { userName: 'signer', password: 'Signer-pass1' };
+  const openForm = (params: Record<string, string>) => fetchLoginForm(idp, params);
   const submit = (params: Record<string, string>, csrf: string, cookie: string) =>
-    fetch(`${idp.url}/oauth2/authorize`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-      body: new URLSearchParams({
-        ...params,
-        csrf_token: csrf,
-        username: 'signer',
-        password: 'Signer-pass1',
-      }),
-    });
+    postLoginForm(idp, params, { csrf, cookie }, signer);
 
   it('a login form token works once: a replayed form is refused', async () => {
     const { params } = authorizeRequest(clientId, 'internal_login');

@@ -15,7 +15,7 @@ import {
   registerClient,
 } from './fixtures/flow.js';
 import type { TestHost } from './fixtures/host.js';
-import { ALICE, BROKEN, LOCKED, startHost } from './fixtures/host.js';
+import { ALICE, BROKEN, hostForSuite, LOCKED, withHost } from './fixtures/host.js';
 
 function expectSecurityHeaders(response: Response): void {
   expect(response.headers.get('content-type')).toContain('text/html');
@@ -26,14 +26,12 @@ function expectSecurityHeaders(response: Response): void {
 }
 
 describe('GET /oauth/authorize', () => {
-  let host: TestHost;
+  const host = hostForSuite();
   let clientId: string;
   const { challenge } = pkcePair();
   beforeAll(async () => {
-    host = await startHost();
     clientId = await registerClient(host.url);
   });
-  afterAll(() => host.close());
 
   it('renders the login form with the client, the redirect host and the parameters', async () => {
     const { response, html, fields } = await getAuthorize(
@@ -119,14 +117,12 @@ describe('GET /oauth/authorize', () => {
 });
 
 describe('POST /oauth/authorize', () => {
-  let host: TestHost;
+  const host = hostForSuite({ limits: { loginFailuresPerAccount: 3, loginFailuresPerIp: 6 } });
   let clientId: string;
   const { challenge } = pkcePair();
   beforeAll(async () => {
-    host = await startHost({ limits: { loginFailuresPerAccount: 3, loginFailuresPerIp: 6 } });
     clientId = await registerClient(host.url);
   });
-  afterAll(() => host.close());
 
   const form = async (overrides: Record<string, string | undefined> = {}) =>
     (await getAuthorize(host.url, authorizeParams(clientId, challenge, overrides))).fields;
@@ -258,15 +254,17 @@ describe('POST /oauth/authorize', () => {
 });
 
 describe('login throttling', () => {
+  /** Fetches the login form of a freshly registered client, anew for every attempt. */
+  async function loginForms(host: TestHost) {
+    const clientId = await registerClient(host.url);
+    const { challenge } = pkcePair();
+    return async () => (await getAuthorize(host.url, authorizeParams(clientId, challenge))).fields;
+  }
+
   it('refuses further attempts on an account after repeated failures, without calling login', async () => {
-    const host = await startHost({
-      limits: { loginFailuresPerAccount: 3, loginFailuresPerIp: 100 },
-    });
-    try {
-      const clientId = await registerClient(host.url);
-      const { challenge } = pkcePair();
-      const form = async () =>
-        (await getAuthorize(host.url, authorizeParams(clientId, challenge))).fields;
+    const limits = { loginFailuresPerAccount: 3, loginFailuresPerIp: 100 };
+    await withHost({ limits }, async (host) => {
+      const form = await loginForms(host);
       for (let i = 0; i < 3; i += 1) {
         const failed = await postLogin(host.url, await form(), {
           email: ALICE.email,
@@ -283,35 +281,25 @@ describe('login throttling', () => {
       expect(otherAccount.status).toBe(200);
       host.clock.advance(15 * 60_000);
       expect((await postLogin(host.url, await form(), ALICE)).status).toBe(303);
-    } finally {
-      await host.close();
-    }
+    });
   });
 
   it('refuses further attempts from an IP after repeated failures on many accounts', async () => {
-    const host = await startHost({
-      limits: { loginFailuresPerAccount: 100, loginFailuresPerIp: 4 },
-    });
-    try {
-      const clientId = await registerClient(host.url);
-      const { challenge } = pkcePair();
-      const form = async () =>
-        (await getAuthorize(host.url, authorizeParams(clientId, challenge))).fields;
+    const limits = { loginFailuresPerAccount: 100, loginFailuresPerIp: 4 };
+    await withHost({ limits }, async (host) => {
+      const form = await loginForms(host);
       for (let i = 0; i < 4; i += 1) {
         await postLogin(host.url, await form(), { email: `u${i}@example.com`, password: 'x' });
       }
       const throttled = await postLogin(host.url, await form(), ALICE);
       expect(throttled.status).toBe(429);
-    } finally {
-      await host.close();
-    }
+    });
   });
 });
 
 describe('authorize endpoint limits', () => {
   it('answers 429 with Retry-After beyond the per-IP request rate', async () => {
-    const host = await startHost({ limits: { authorizeRequestsPerIpPerMinute: 2 } });
-    try {
+    await withHost({ limits: { authorizeRequestsPerIpPerMinute: 2 } }, async (host) => {
       const clientId = await registerClient(host.url);
       const params = authorizeParams(clientId, pkcePair().challenge);
       expect((await getAuthorize(host.url, params)).response.status).toBe(200);
@@ -322,14 +310,11 @@ describe('authorize endpoint limits', () => {
       expectSecurityHeaders(refused.response);
       host.clock.advance(60_000);
       expect((await getAuthorize(host.url, params)).response.status).toBe(200);
-    } finally {
-      await host.close();
-    }
+    });
   });
 
   it('keeps rendering forms past the pending cap: the oldest form goes, not the newcomer', async () => {
-    const host = await startHost({ limits: { maxPendingAuthorizations: 2 } });
-    try {
+    await withHost({ limits: { maxPendingAuthorizations: 2 } }, async (host) => {
       const clientId = await registerClient(host.url);
       const params = authorizeParams(clientId, pkcePair().challenge);
       const forms = [];
@@ -348,9 +333,7 @@ describe('authorize endpoint limits', () => {
       expect(await evicted.text()).toContain('The sign-in form has expired');
       expect((await postLogin(host.url, second.fields)).status).toBe(303);
       expect((await postLogin(host.url, third.fields)).status).toBe(303);
-    } finally {
-      await host.close();
-    }
+    });
   });
 
   describe('from many networks', () => {
@@ -371,8 +354,7 @@ describe('authorize endpoint limits', () => {
     }
 
     it('counts authorize requests per network as well as per address', async () => {
-      const host = await startHost({ limits: { authorizeRequestsPerNetworkPerMinute: 3 } });
-      try {
+      await withHost({ limits: { authorizeRequestsPerNetworkPerMinute: 3 } }, async (host) => {
         const clientId = await registerClient(host.url);
         const params = authorizeParams(clientId, pkcePair().challenge);
         const neighbours = loopbackAddresses(4, { block: 50, sameNetwork: true }).map(from);
@@ -383,56 +365,50 @@ describe('authorize endpoint limits', () => {
         expect(statuses).toEqual([200, 200, 200, 429]);
         const elsewhere = from(loopbackAddresses(1, { block: 51 })[0] as string);
         expect((await form(elsewhere, host, params)).status).toBe(200);
-      } finally {
-        await host.close();
-      }
+      });
     });
 
     it('makes a flood from many networks lose its own forms, and lets a fresh network sign in', async () => {
-      const host = await startHost({
-        limits: { maxPendingAuthorizations: 6, pendingAuthorizationsPerNetwork: 4 },
-      });
-      try {
-        const clientId = await registerClient(host.url);
-        const params = authorizeParams(clientId, pkcePair().challenge);
-        // Three flooding networks, three requests each: more than the cap of 6 pending forms.
-        const flooders = loopbackAddresses(3, { block: 60 }).map(from);
-        const flood: Array<Record<string, string>> = [];
-        for (let round = 0; round < 3; round += 1) {
-          for (const flooder of flooders) {
-            const page = await form(flooder, host, params);
-            expect(page.status).toBe(200);
-            flood.push(page.fields);
+      await withHost(
+        {
+          limits: { maxPendingAuthorizations: 6, pendingAuthorizationsPerNetwork: 4 },
+        },
+        async (host) => {
+          const clientId = await registerClient(host.url);
+          const params = authorizeParams(clientId, pkcePair().challenge);
+          // Three flooding networks, three requests each: more than the cap of 6 pending forms.
+          const flooders = loopbackAddresses(3, { block: 60 }).map(from);
+          const flood: Array<Record<string, string>> = [];
+          for (let round = 0; round < 3; round += 1) {
+            for (const flooder of flooders) {
+              const page = await form(flooder, host, params);
+              expect(page.status).toBe(200);
+              flood.push(page.fields);
+            }
           }
-        }
-        const user = from(loopbackAddresses(1, { block: 70 })[0] as string);
-        const page = await form(user, host, params);
-        expect(page.status).toBe(200);
-        const login = await user.send(`${host.url}/oauth/authorize`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ ...page.fields, ...ALICE }).toString(),
-        });
-        expect(login.status).toBe(303);
-        expect(new URL(login.headers.location as string).searchParams.get('code')).toBeTruthy();
-        // The flood's first four forms made room (the oldest of the heaviest network each time).
-        const statuses = [];
-        for (const fields of flood) statuses.push((await postLogin(host.url, fields)).status);
-        expect(statuses).toEqual([400, 400, 400, 400, 303, 303, 303, 303, 303]);
-      } finally {
-        await host.close();
-      }
+          const user = from(loopbackAddresses(1, { block: 70 })[0] as string);
+          const page = await form(user, host, params);
+          expect(page.status).toBe(200);
+          const login = await user.send(`${host.url}/oauth/authorize`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ ...page.fields, ...ALICE }).toString(),
+          });
+          expect(login.status).toBe(303);
+          expect(new URL(login.headers.location as string).searchParams.get('code')).toBeTruthy();
+          // The flood's first four forms made room (the oldest of the heaviest network each time).
+          const statuses = [];
+          for (const fields of flood) statuses.push((await postLogin(host.url, fields)).status);
+          expect(statuses).toEqual([400, 400, 400, 400, 303, 303, 303, 303, 303]);
+        },
+      );
     });
   });
 });
 
 describe('the login page names the client by its registered metadata', () => {
-  let host: TestHost;
+  const host = hostForSuite();
   const { challenge } = pkcePair();
-  beforeAll(async () => {
-    host = await startHost();
-  });
-  afterAll(() => host.close());
 
   async function register(metadata: Record<string, unknown>) {
     const response = await fetch(`${host.url}/oauth/register`, {

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rawGet } from './fixtures/flow.js';
-import type { TestHost } from './fixtures/host.js';
-import { startHost } from './fixtures/host.js';
+import { hostForSuite } from './fixtures/host.js';
 
 function asMetadata(issuer: string) {
   return {
@@ -17,11 +16,7 @@ function asMetadata(issuer: string) {
 }
 
 describe('discovery documents', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost();
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite();
 
   it('serves the protected resource metadata with the spec values', async () => {
     const response = await fetch(`${host.url}/.well-known/oauth-protected-resource`);
@@ -94,11 +89,7 @@ describe('discovery documents', () => {
 });
 
 describe('issuer with a path base', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost({ prefix: '/tenant/a' });
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite({ prefix: '/tenant/a' });
 
   it('includes the path base in every URL of both documents', async () => {
     const issuer = `${host.url}/tenant/a`;
@@ -122,11 +113,7 @@ describe('issuer with a path base', () => {
 });
 
 describe('issuer behind a proxy', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost({ trustProxy: true });
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite({ trustProxy: true });
 
   it('honours X-Forwarded-Proto, -Host and -Prefix when trustProxy is set', async () => {
     const response = await fetch(`${host.url}/.well-known/oauth-authorization-server`, {
@@ -143,11 +130,7 @@ describe('issuer behind a proxy', () => {
 });
 
 describe('issuer from publicUrl', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost({ publicUrl: 'https://public.example.com/base/', trustProxy: true });
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite({ publicUrl: 'https://public.example.com/base/', trustProxy: true });
 
   it('uses publicUrl without its trailing slash, whatever the request says', async () => {
     const response = await rawGet(`${host.url}/.well-known/oauth-authorization-server`, {

@@ -1,18 +1,15 @@
 import { generateSigningKey, signToken } from '@mcp-identity/oauth';
 import { SignJWT, UnsecuredJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { listTools, obtainTokens } from './fixtures/flow.js';
-import type { TestHost } from './fixtures/host.js';
-import { ALICE, startHost } from './fixtures/host.js';
+import { ALICE, hostForSuite } from './fixtures/host.js';
 
 describe('the /mcp guard', () => {
-  let host: TestHost;
+  const host = hostForSuite();
   let challenge: string;
   beforeAll(async () => {
-    host = await startHost();
     challenge = `Bearer realm="mcp", resource_metadata="${host.url}/.well-known/oauth-protected-resource"`;
   });
-  afterAll(() => host.close());
 
   const tokenFor = (overrides: { issuer?: string; audience?: string; scope?: string } = {}) =>
     signToken(host.key, {
@@ -121,28 +118,18 @@ describe('the /mcp guard', () => {
 
   it('guards /mcp however its path is percent-encoded', async () => {
     for (const path of ['/%6Dcp', '/mc%70', '/./mcp']) {
-      const response = await fetch(`${host.url}${path}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-      });
+      const response = await listTools(host.url, undefined, path);
       expect(response.status).toBe(401);
     }
   });
 
   it('does not accept a token in the query string', async () => {
     const tokens = await obtainTokens(host);
-    const response = await fetch(`${host.url}/mcp?access_token=${tokens.access_token}`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-    });
+    const response = await listTools(
+      host.url,
+      undefined,
+      `/mcp?access_token=${tokens.access_token}`,
+    );
     expect(response.status).toBe(401);
   });
 

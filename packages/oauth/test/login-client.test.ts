@@ -1,14 +1,9 @@
 import { loginFormFields, obtainTokenWithLoginForm } from '@mcp-identity/oauth';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestHost } from './fixtures/host.js';
-import { ALICE, startHost } from './fixtures/host.js';
+import { describe, expect, it } from 'vitest';
+import { ALICE, hostForSuite } from './fixtures/host.js';
 
 describe('the headless login client', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost();
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite();
 
   it('runs registration, the login form, PKCE and the exchange to a token /mcp accepts', async () => {
     const tokens = await obtainTokenWithLoginForm(host.url, ALICE);

@@ -1,5 +1,5 @@
 import * as oauth from 'oauth4webapi';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   getAuthorize,
   hiddenFields,
@@ -7,18 +7,13 @@ import {
   REDIRECT_URI,
   registerClient,
 } from './fixtures/flow.js';
-import type { TestHost } from './fixtures/host.js';
-import { ALICE, startHost } from './fixtures/host.js';
+import { ALICE, hostForSuite } from './fixtures/host.js';
 
 // Loopback test servers speak plain http, which the strict client refuses unless told.
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 
 describe('a strict OAuth client (oauth4webapi)', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost();
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite();
 
   it('performs discovery, the code flow with PKCE and iss, a refresh, and validates the JWT', async () => {
     const issuer = new URL(host.url);

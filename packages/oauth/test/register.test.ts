@@ -3,7 +3,7 @@ import {
   loopbackAddresses,
   loopbackClient,
 } from '@mcp-identity/common/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   authorizeParams,
   getAuthorize,
@@ -11,8 +11,7 @@ import {
   postLogin,
   REDIRECT_URI,
 } from './fixtures/flow.js';
-import type { TestHost } from './fixtures/host.js';
-import { startHost } from './fixtures/host.js';
+import { hostForSuite, startHost, withHost } from './fixtures/host.js';
 
 function register(base: string, body?: string, contentType = 'application/json') {
   const init: RequestInit = { method: 'POST' };
@@ -22,11 +21,7 @@ function register(base: string, body?: string, contentType = 'application/json')
 }
 
 describe('POST /oauth/register', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost({ limits: { registrationsPerIpPerHour: 1000 } });
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite({ limits: { registrationsPerIpPerHour: 1000 } });
 
   it('answers 200 with exactly the spec fields', async () => {
     const response = await register(host.url, JSON.stringify({ redirect_uris: [REDIRECT_URI] }));
@@ -155,8 +150,7 @@ describe('POST /oauth/register', () => {
   });
 
   it('expires a client after 24 hours: the authorize request for it then fails', async () => {
-    const clientHost = await startHost();
-    try {
+    await withHost({}, async (clientHost) => {
       const response = await register(
         clientHost.url,
         JSON.stringify({ redirect_uris: [REDIRECT_URI] }),
@@ -170,16 +164,13 @@ describe('POST /oauth/register', () => {
       const after = await getAuthorize(clientHost.url, authorizeParams(client_id, challenge));
       expect(after.response.status).toBe(400);
       expect(after.html).toContain('not registered or its registration has expired');
-    } finally {
-      await clientHost.close();
-    }
+    });
   });
 });
 
 describe('registration limits', () => {
   it('refuses registrations beyond the per-IP rate limit with 429 and Retry-After', async () => {
-    const host = await startHost({ limits: { registrationsPerIpPerHour: 2 } });
-    try {
+    await withHost({ limits: { registrationsPerIpPerHour: 2 } }, async (host) => {
       expect((await register(host.url, '{}')).status).toBe(200);
       expect((await register(host.url, '{}')).status).toBe(200);
       const refused = await register(host.url, '{}');
@@ -188,14 +179,11 @@ describe('registration limits', () => {
       expect(((await refused.json()) as { error: string }).error).toBe('too_many_requests');
       host.clock.advance(3_600_000);
       expect((await register(host.url, '{}')).status).toBe(200);
-    } finally {
-      await host.close();
-    }
+    });
   });
 
   it('at the live-client cap, evicts the oldest never-used client; 503 only once every client was used', async () => {
-    const host = await startHost({ limits: { maxClients: 2 } });
-    try {
+    await withHost({ limits: { maxClients: 2 } }, async (host) => {
       const registered = async () => {
         const response = await register(
           host.url,
@@ -227,9 +215,7 @@ describe('registration limits', () => {
       // ... until clients expire.
       host.clock.advance(24 * 3_600_000);
       expect((await register(host.url, '{}')).status).toBe(200);
-    } finally {
-      await host.close();
-    }
+    });
   });
 
   it('counts registrations per network as well as per address, and a flood from many networks evicts its own clients', async () => {

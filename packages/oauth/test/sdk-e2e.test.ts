@@ -1,17 +1,12 @@
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestHost } from './fixtures/host.js';
-import { ALICE, startHost } from './fixtures/host.js';
+import { describe, expect, it } from 'vitest';
+import { ALICE, hostForSuite } from './fixtures/host.js';
 import { FormFillingProvider } from './fixtures/sdk-provider.js';
 
 describe('end to end with the official MCP SDK client', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost();
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite();
 
   it('discovers, registers, authorizes, exchanges, calls tools and refreshes', async () => {
     const provider = new FormFillingProvider(ALICE);

@@ -3,7 +3,7 @@ import { refreshRaceChain } from '@mcp-identity/common/testing';
 import type { RefreshTokenEntry } from '@mcp-identity/oauth';
 import { DEFAULT_REFRESH_RACE_WINDOW_SECONDS, MemoryOAuthStore } from '@mcp-identity/oauth';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { TokenResponse } from './fixtures/flow.js';
 import {
   authorizeCode,
@@ -11,11 +11,9 @@ import {
   listTools,
   obtainTokens,
   postForm,
-  REDIRECT_URI,
   refresh,
 } from './fixtures/flow.js';
-import type { TestHost } from './fixtures/host.js';
-import { ALICE, startHost } from './fixtures/host.js';
+import { ALICE, hostForSuite, withHost } from './fixtures/host.js';
 
 const INVALID_CODE = 'The authorization code is invalid or expired.';
 const MISMATCH = 'The authorization code does not match the request.';
@@ -41,12 +39,10 @@ class RecordingStore extends MemoryOAuthStore {
 }
 
 describe('POST /oauth/token, authorization_code grant', () => {
-  let host: TestHost;
   const store = new RecordingStore();
-  beforeAll(async () => {
-    host = await startHost({ store });
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite({ store });
+  // A test that changes what the subject check answers leaves it as it found it.
+  afterEach(() => host.subjects.clear());
 
   it('exchanges a code for an access token and a refresh token with the standard fields', async () => {
     const { code, clientId, verifier } = await authorizeCode(host);
@@ -120,35 +116,22 @@ describe('POST /oauth/token, authorization_code grant', () => {
     await expectOAuthError(await exchangeCode(host.url, late), 400, 'invalid_grant', INVALID_CODE);
   });
 
-  it('rejects another client_id as not matching, and the code stays consumed', async () => {
-    const grant = await authorizeCode(host);
-    await expectOAuthError(
-      await exchangeCode(host.url, { ...grant, clientId: 'someone-else' }),
-      400,
-      'invalid_grant',
+  // The code is checked first: whatever fails after it, client, redirect URI or PKCE, consumes it.
+  it.each([
+    ['another client_id as not matching', { clientId: 'someone-else' }, MISMATCH],
+    [
+      'another redirect_uri as not matching',
+      { redirectUri: 'http://127.0.0.1:8976/other' },
       MISMATCH,
-    );
-    await expectOAuthError(await exchangeCode(host.url, grant), 400, 'invalid_grant', INVALID_CODE);
-  });
-
-  it('rejects another redirect_uri as not matching, and the code stays consumed', async () => {
+    ],
+    ['a PKCE failure', { verifier: 'x'.repeat(43) }, PKCE_FAILED],
+  ])('rejects %s, and the code stays consumed', async (_case, change, description) => {
     const grant = await authorizeCode(host);
     await expectOAuthError(
-      await exchangeCode(host.url, { ...grant, redirectUri: 'http://127.0.0.1:8976/other' }),
+      await exchangeCode(host.url, { ...grant, ...change }),
       400,
       'invalid_grant',
-      MISMATCH,
-    );
-    await expectOAuthError(await exchangeCode(host.url, grant), 400, 'invalid_grant', INVALID_CODE);
-  });
-
-  it('checks the code before PKCE: a PKCE failure consumes the code', async () => {
-    const grant = await authorizeCode(host);
-    await expectOAuthError(
-      await exchangeCode(host.url, { ...grant, verifier: 'x'.repeat(43) }),
-      400,
-      'invalid_grant',
-      PKCE_FAILED,
+      description,
     );
     await expectOAuthError(await exchangeCode(host.url, grant), 400, 'invalid_grant', INVALID_CODE);
   });
@@ -175,56 +158,28 @@ describe('POST /oauth/token, authorization_code grant', () => {
 
   it('answers invalid_request for a missing field without consuming the code', async () => {
     const grant = await authorizeCode(host);
-    const response = await postForm(`${host.url}/oauth/token`, {
-      grant_type: 'authorization_code',
-      code: grant.code,
-      client_id: grant.clientId,
-      redirect_uri: REDIRECT_URI,
-    });
+    const response = await exchangeCode(host.url, grant, { code_verifier: undefined });
     await expectOAuthError(response, 400, 'invalid_request');
     expect((await exchangeCode(host.url, grant)).status).toBe(200);
   });
 
   it('answers invalid_target for a foreign resource without consuming the code', async () => {
     const grant = await authorizeCode(host);
-    const response = await postForm(`${host.url}/oauth/token`, {
-      grant_type: 'authorization_code',
-      code: grant.code,
-      client_id: grant.clientId,
-      redirect_uri: REDIRECT_URI,
-      code_verifier: grant.verifier,
-      resource: 'https://other.example/mcp',
-    });
+    const response = await exchangeCode(host.url, grant, { resource: 'https://other.example/mcp' });
     await expectOAuthError(response, 400, 'invalid_target');
     expect((await exchangeCode(host.url, grant)).status).toBe(200);
   });
 
   it('accepts the canonical resource parameter', async () => {
     const grant = await authorizeCode(host);
-    const response = await postForm(`${host.url}/oauth/token`, {
-      grant_type: 'authorization_code',
-      code: grant.code,
-      client_id: grant.clientId,
-      redirect_uri: REDIRECT_URI,
-      code_verifier: grant.verifier,
-      resource: `${host.url}/mcp`,
-    });
+    const response = await exchangeCode(host.url, grant, { resource: `${host.url}/mcp` });
     expect(response.status).toBe(200);
   });
 
   it('refuses to exchange a code whose subject lost access after signing in', async () => {
     const grant = await authorizeCode(host);
     host.subjects.set(ALICE.id, { active: false });
-    try {
-      await expectOAuthError(
-        await exchangeCode(host.url, grant),
-        400,
-        'invalid_grant',
-        SUBJECT_GONE,
-      );
-    } finally {
-      host.subjects.delete(ALICE.id);
-    }
+    await expectOAuthError(await exchangeCode(host.url, grant), 400, 'invalid_grant', SUBJECT_GONE);
   });
 
   it('answers unsupported_grant_type for other grants', async () => {
@@ -269,11 +224,9 @@ describe('POST /oauth/token, authorization_code grant', () => {
 });
 
 describe('POST /oauth/token, refresh_token grant', () => {
-  let host: TestHost;
-  beforeAll(async () => {
-    host = await startHost();
-  });
-  afterAll(() => host.close());
+  const host = hostForSuite();
+  // A test that changes what the subject check answers leaves it as it found it.
+  afterEach(() => host.subjects.clear());
 
   it('rotates the refresh token on every use and issues a working access token', async () => {
     const first = await obtainTokens(host);
@@ -382,16 +335,12 @@ describe('POST /oauth/token, refresh_token grant', () => {
   it('refuses to refresh for a subject the host no longer knows, and revokes the grant', async () => {
     const tokens = await obtainTokens(host);
     host.subjects.set(ALICE.id, { active: false });
-    try {
-      await expectOAuthError(
-        await refresh(host.url, tokens.refresh_token, tokens.clientId),
-        400,
-        'invalid_grant',
-        SUBJECT_GONE,
-      );
-    } finally {
-      host.subjects.delete(ALICE.id);
-    }
+    await expectOAuthError(
+      await refresh(host.url, tokens.refresh_token, tokens.clientId),
+      400,
+      'invalid_grant',
+      SUBJECT_GONE,
+    );
     // Back in good standing, the revoked grant stays revoked.
     await expectOAuthError(
       await refresh(host.url, tokens.refresh_token, tokens.clientId),
@@ -404,21 +353,17 @@ describe('POST /oauth/token, refresh_token grant', () => {
   it('narrows a refreshed grant to the scopes the subject still has, never widening it', async () => {
     const tokens = await obtainTokens(host);
     host.subjects.set(ALICE.id, { active: true, scopes: ['mcp:tools', 'admin:everything'] });
-    try {
-      const response = await refresh(host.url, tokens.refresh_token, tokens.clientId);
-      const body = (await response.json()) as TokenResponse;
-      expect(body.scope).toBe('mcp:tools');
-      expect(decodeJwt(body.access_token).scope).toBe('mcp:tools');
-      host.subjects.set(ALICE.id, { active: true, scopes: ['other:scope'] });
-      await expectOAuthError(
-        await refresh(host.url, body.refresh_token, tokens.clientId),
-        400,
-        'invalid_grant',
-        SUBJECT_GONE,
-      );
-    } finally {
-      host.subjects.delete(ALICE.id);
-    }
+    const response = await refresh(host.url, tokens.refresh_token, tokens.clientId);
+    const body = (await response.json()) as TokenResponse;
+    expect(body.scope).toBe('mcp:tools');
+    expect(decodeJwt(body.access_token).scope).toBe('mcp:tools');
+    host.subjects.set(ALICE.id, { active: true, scopes: ['other:scope'] });
+    await expectOAuthError(
+      await refresh(host.url, body.refresh_token, tokens.clientId),
+      400,
+      'invalid_grant',
+      SUBJECT_GONE,
+    );
   });
 
   it('expires refresh tokens after their lifetime (14 days by default)', async () => {
@@ -434,15 +379,12 @@ describe('POST /oauth/token, refresh_token grant', () => {
 
 describe('POST /oauth/token rate limit', () => {
   it('answers 429 with Retry-After beyond the per-IP limit', async () => {
-    const host = await startHost({ limits: { tokenRequestsPerIpPerMinute: 2 } });
-    try {
+    await withHost({ limits: { tokenRequestsPerIpPerMinute: 2 } }, async (host) => {
       await postForm(`${host.url}/oauth/token`, {});
       await postForm(`${host.url}/oauth/token`, {});
       const refused = await postForm(`${host.url}/oauth/token`, {});
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toBe('60');
-    } finally {
-      await host.close();
-    }
+    });
   });
 });

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type AppState, jsonRpcError } from '@mcp-identity/common';
+import { type AppState, isJsonObject, jsonRpcError } from '@mcp-identity/common';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -50,7 +50,7 @@ function isPlainToolCall(request: JSONRPCRequest): request is PlainToolCall {
   }
   for (const key in params) if (key !== 'name' && key !== 'arguments') return false;
   const args = params.arguments;
-  return args === undefined || (typeof args === 'object' && args !== null && !Array.isArray(args));
+  return args === undefined || isJsonObject(args);
 }
 
 /** A thrown error as the SDK's Protocol answers it. */

@@ -1,4 +1,5 @@
 import type { WorkflowSummary } from '@mcp-identity/arazzo';
+import { isJsonObject, McpIdentityError } from '@mcp-identity/common';
 import { cleanDocstring } from './docstring.js';
 import { camelToSnake, TOOL_NAME_PATTERN, toParameterName } from './naming.js';
 
@@ -46,10 +47,11 @@ export interface WorkflowTool {
 }
 
 /** Tools that cannot be served: invalid or colliding names. Start-up must fail on it. */
-export class ToolShapeError extends Error {
+export class ToolShapeError extends McpIdentityError {
+  readonly code = 'ERR_TOOL_SHAPE';
+
   constructor(readonly problems: string[]) {
     super(`Cannot build MCP tools:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ToolShapeError';
   }
 }
 
@@ -169,7 +171,5 @@ function compareCodeUnits(a: string, b: string): number {
 }
 
 function asRecord(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
+  return isJsonObject(value) ? value : {};
 }

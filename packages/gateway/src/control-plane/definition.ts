@@ -1,3 +1,4 @@
+import { isJsonObject, McpIdentityError } from '@mcp-identity/common';
 import { parse as parseYaml } from 'yaml';
 import { POLICIES } from '../policies/index.js';
 import type { ValidationContext } from '../policies/policy.js';
@@ -68,12 +69,12 @@ const SPEC_KEYS = new Set([
 export const MAX_DEFINITION_BYTES = 1024 * 1024;
 
 /** A YAML definition whose aliases expand it past `MAX_DEFINITION_BYTES`. */
-export class DefinitionTooLargeError extends Error {
+export class DefinitionTooLargeError extends McpIdentityError {
+  readonly code = 'ERR_DEFINITION_TOO_LARGE';
   constructor() {
     super(
       `the definition expands to more than ${MAX_DEFINITION_BYTES} bytes through its YAML aliases (*name); repeat less of it`,
     );
-    this.name = 'DefinitionTooLargeError';
   }
 }
 
@@ -128,12 +129,9 @@ export function parseDefinitionBody(body: string, contentType: string | undefine
   return parsed;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
-
 function checkStringMap(value: unknown, field: string, add: (f: string, m: string) => void) {
   if (value === undefined) return;
-  if (!isObject(value)) return add(field, 'must be a map of strings');
+  if (!isJsonObject(value)) return add(field, 'must be a map of strings');
   for (const [key, item] of Object.entries(value)) {
     if (/\s/.test(key)) add(`${field}.${key}`, 'key must not contain whitespace');
     if (typeof item !== 'string') add(`${field}.${key}`, 'must be a string');
@@ -185,7 +183,7 @@ function checkUpstreamAuth(
   context: ValidationContext,
   add: (f: string, m: string) => void,
 ) {
-  if (!isObject(auth))
+  if (!isJsonObject(auth))
     return add('spec.upstream.auth', 'must be an object with header and secretRef');
   for (const key of Object.keys(auth)) {
     if (key !== 'header' && key !== 'secretRef')
@@ -212,7 +210,7 @@ function checkUpstream(
   context: ValidationContext,
   add: (f: string, m: string) => void,
 ) {
-  if (!isObject(upstream)) return add('spec.upstream', 'is required');
+  if (!isJsonObject(upstream)) return add('spec.upstream', 'is required');
   for (const key of Object.keys(upstream)) {
     if (key !== 'url' && key !== 'auth') {
       add(`spec.upstream.${key}`, 'is not supported (only url and auth)');
@@ -266,7 +264,7 @@ function checkCatalogue(
   if (list === undefined || list === null) return;
   if (!Array.isArray(list)) return add(`spec.${key}`, 'must be a list');
   for (const [i, item] of list.entries()) {
-    if (!isObject(item)) {
+    if (!isJsonObject(item)) {
       add(`spec.${key}[${i}]`, 'must be an object');
       continue;
     }
@@ -298,7 +296,7 @@ function checkPolicy(
   context: ValidationContext,
   add: (f: string, m: string) => void,
 ) {
-  if (!isObject(policy)) return add(at, 'must be an object');
+  if (!isJsonObject(policy)) return add(at, 'must be an object');
   for (const key of Object.keys(policy)) {
     if (!['name', 'version', 'params'].includes(key)) add(`${at}.${key}`, 'is not supported');
   }
@@ -316,7 +314,8 @@ function checkPolicy(
       `unsupported version (supported: ${supportedVersions(name).join(', ')})`,
     );
   }
-  if (params !== undefined && !isObject(params)) return add(`${at}.params`, 'must be an object');
+  if (params !== undefined && !isJsonObject(params))
+    return add(`${at}.params`, 'must be an object');
   for (const message of validatePolicyParams(name, version, params, at)) {
     const colon = message.indexOf(': ');
     add(message.slice(0, colon), message.slice(colon + 2));
@@ -335,7 +334,7 @@ export function validateDefinition(
   const add = (field: string, message: string) => {
     errors.push({ field, message });
   };
-  if (!isObject(input))
+  if (!isJsonObject(input))
     return { ok: false, errors: [{ field: '(root)', message: 'must be an object' }] };
   if (
     typeof input.apiVersion !== 'string' ||
@@ -345,7 +344,7 @@ export function validateDefinition(
   }
   if (input.kind !== 'Mcp') add('kind', "unsupported configuration kind (only 'Mcp' is supported)");
   const metadata = input.metadata;
-  if (!isObject(metadata)) {
+  if (!isJsonObject(metadata)) {
     add('metadata', 'is required');
   } else {
     const { name } = metadata;
@@ -360,7 +359,7 @@ export function validateDefinition(
     checkStringMap(metadata.annotations, 'metadata.annotations', add);
   }
   const spec = input.spec;
-  if (!isObject(spec)) {
+  if (!isJsonObject(spec)) {
     add('spec', 'is required');
   } else {
     for (const key of Object.keys(spec)) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { randomToken, sha256Base64Url } from '@mcp-identity/common';
+import { type Clock, epochSeconds, randomToken, sha256Base64Url } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
 
 export type CodeGrant = {
@@ -67,13 +67,13 @@ export class GrantStore {
     private readonly options: {
       codeTtlSeconds: number;
       refreshTtlSeconds: number;
-      now: () => number;
+      clock: Clock;
     },
   ) {}
 
   issueCode(grant: Omit<CodeGrant, 'grantId'>): string {
     const code = randomToken(32);
-    const now = this.options.now();
+    const now = epochSeconds(this.options.clock);
     statement(this.db, 'DELETE FROM auth_codes WHERE expires_at < ?').run(now);
     statement(
       this.db,
@@ -106,7 +106,7 @@ export class GrantStore {
         return { outcome: 'replayed' };
       }
       statement(this.db, 'UPDATE auth_codes SET redeemed = 1 WHERE code_hash = ?').run(hash);
-      if (row.expires_at < this.options.now()) return { outcome: 'unknown' };
+      if (row.expires_at < epochSeconds(this.options.clock)) return { outcome: 'unknown' };
       return {
         outcome: 'redeemed',
         grant: {
@@ -124,7 +124,7 @@ export class GrantStore {
 
   issueRefreshToken(grant: RefreshGrant): { token: string; expiresAt: number } {
     const token = randomToken(32);
-    const now = this.options.now();
+    const now = epochSeconds(this.options.clock);
     const expiresAt = now + this.options.refreshTtlSeconds;
     statement(this.db, 'DELETE FROM refresh_tokens WHERE expires_at < ?').run(now);
     statement(
@@ -145,7 +145,7 @@ export class GrantStore {
   /** Records an access token issued in a family, so that revoking the family revokes it. */
   recordAccessToken(familyId: string, jti: string, expiresAt: number): void {
     statement(this.db, 'DELETE FROM family_access_tokens WHERE expires_at < ?').run(
-      this.options.now(),
+      epochSeconds(this.options.clock),
     );
     statement(
       this.db,
@@ -158,7 +158,7 @@ export class GrantStore {
     const row = statement(this.db, 'SELECT * FROM refresh_tokens WHERE token_hash = ?').get(
       sha256Base64Url(token),
     ) as RefreshRow | undefined;
-    if (!row || row.used || row.expires_at < this.options.now()) return undefined;
+    if (!row || row.used || row.expires_at < epochSeconds(this.options.clock)) return undefined;
     return {
       clientId: row.client_id,
       userId: row.user_id,
@@ -180,7 +180,7 @@ export class GrantStore {
       const row = statement(this.db, 'SELECT * FROM refresh_tokens WHERE token_hash = ?').get(
         hash,
       ) as RefreshRow | undefined;
-      if (!row || row.expires_at < this.options.now()) return { outcome: 'unknown' };
+      if (!row || row.expires_at < epochSeconds(this.options.clock)) return { outcome: 'unknown' };
       if (row.used) {
         this.revokeFamily(row.family_id);
         return { outcome: 'reused' };

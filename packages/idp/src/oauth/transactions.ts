@@ -1,4 +1,10 @@
-import { FairPool, randomToken, sha256Base64Url } from '@mcp-identity/common';
+import {
+  type Clock,
+  epochSeconds,
+  FairPool,
+  randomToken,
+  sha256Base64Url,
+} from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
 
 /**
@@ -26,7 +32,7 @@ export class LoginTransactions {
       perNetwork: number;
       /** Pending forms per client id. */
       perClient: number;
-      now: () => number;
+      clock: Clock;
     },
   ) {
     this.pool = new FairPool({
@@ -63,7 +69,7 @@ export class LoginTransactions {
         ).run(
           tokenHash,
           canonical(params),
-          this.options.now() + this.options.ttlSeconds,
+          epochSeconds(this.options.clock) + this.options.ttlSeconds,
           network,
           clientId,
         );
@@ -84,7 +90,9 @@ export class LoginTransactions {
     ).get(tokenHash) as { params: string; expires_at: number } | undefined;
     this.pool.remove(tokenHash);
     return (
-      row !== undefined && row.expires_at >= this.options.now() && row.params === canonical(params)
+      row !== undefined &&
+      row.expires_at >= epochSeconds(this.options.clock) &&
+      row.params === canonical(params)
     );
   }
 
@@ -92,7 +100,7 @@ export class LoginTransactions {
     const expired = statement(
       this.db,
       'DELETE FROM login_transactions WHERE expires_at < ? RETURNING token_hash',
-    ).all(this.options.now()) as { token_hash: string }[];
+    ).all(epochSeconds(this.options.clock)) as { token_hash: string }[];
     for (const { token_hash } of expired) this.pool.remove(token_hash);
   }
 

@@ -1,3 +1,4 @@
+import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { badRequest, forbidden, invalidSyntax, notFound, ScimError } from './errors.js';
 import type { Access, ScimResponse, ScimService } from './service.js';
 
@@ -5,7 +6,6 @@ export const BULK_RESPONSE = 'urn:ietf:params:scim:api:messages:2.0:BulkResponse
 export const MAX_BULK_OPERATIONS = 1000;
 export const MAX_BULK_PAYLOAD = 1_048_576;
 
-type Json = Record<string, unknown>;
 type Method = 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 type Resource = 'Users' | 'Groups' | 'Roles';
 type BulkOperation = {
@@ -16,8 +16,6 @@ type BulkOperation = {
   resource: Resource | undefined;
 };
 
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 const ORDER: readonly (Resource | undefined)[] = ['Users', 'Groups', 'Roles', undefined];
 const OPERATION_VERB = {
   POST: 'create',
@@ -31,10 +29,10 @@ export async function processBulk(
   service: ScimService,
   body: unknown,
   access: Access,
-): Promise<Json> {
+): Promise<JsonObject> {
   const { operations, failOnErrors } = readBulkRequest(body);
   const created = new Map<string, string>();
-  const results: Json[] = [];
+  const results: JsonObject[] = [];
   let errors = 0;
   const ordered = ORDER.flatMap((r) => operations.filter((op) => op.resource === r));
   for (const operation of ordered) {
@@ -55,7 +53,7 @@ export async function processBulk(
 }
 
 function readBulkRequest(body: unknown): { operations: BulkOperation[]; failOnErrors: number } {
-  if (!isObject(body) || !Array.isArray(body.Operations)) {
+  if (!isJsonObject(body) || !Array.isArray(body.Operations)) {
     throw invalidSyntax('Operations attribute is missing or is not a valid JSON array.');
   }
   if (body.Operations.length > MAX_BULK_OPERATIONS) {
@@ -67,7 +65,7 @@ function readBulkRequest(body: unknown): { operations: BulkOperation[]; failOnEr
   }
   const seen = new Set<string>();
   const operations = body.Operations.map((raw): BulkOperation => {
-    if (!isObject(raw)) throw invalidSyntax('Each bulk operation must be a JSON object.');
+    if (!isJsonObject(raw)) throw invalidSyntax('Each bulk operation must be a JSON object.');
     const method = String(raw.method ?? '').toUpperCase();
     if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) {
       throw badRequest(`Unsupported bulk method: ${String(raw.method)}`, 'invalidSyntax');
@@ -159,7 +157,7 @@ function resolveReferences(data: unknown, created: ReadonlyMap<string, string>):
     return created.get(data.slice(7)) ?? data;
   }
   if (Array.isArray(data)) return data.map((d) => resolveReferences(d, created));
-  if (isObject(data)) {
+  if (isJsonObject(data)) {
     return Object.fromEntries(
       Object.entries(data).map(([k, v]) => [k, resolveReferences(v, created)]),
     );

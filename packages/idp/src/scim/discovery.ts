@@ -1,3 +1,4 @@
+import type { JsonObject } from '@mcp-identity/common';
 import { MAX_BULK_OPERATIONS, MAX_BULK_PAYLOAD } from './bulk.js';
 import { GROUP_SCHEMA, LIST_RESPONSE, type Locations, ROLE_SCHEMA } from './render.js';
 import {
@@ -10,9 +11,7 @@ import {
   WSO2_USER,
 } from './user-schema.js';
 
-type Json = Record<string, unknown>;
-
-export function serviceProviderConfig(locations: Locations): Json {
+export function serviceProviderConfig(locations: Locations): JsonObject {
   return {
     schemas: ['urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig'],
     documentationUri: 'https://is.docs.wso2.com/en/latest/apis/scim2/',
@@ -41,7 +40,7 @@ export function serviceProviderConfig(locations: Locations): Json {
 const RESOURCE_TYPE = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
 
 /** Like WSO2, only User and Group are advertised. */
-function resourceTypeDefinitions(locations: Locations): Json[] {
+function resourceTypeDefinitions(locations: Locations): JsonObject[] {
   return [
     {
       schemas: [RESOURCE_TYPE],
@@ -72,7 +71,7 @@ function resourceTypeDefinitions(locations: Locations): Json[] {
   ];
 }
 
-const listOf = (resources: Json[]): Json => ({
+const listOf = (resources: JsonObject[]): JsonObject => ({
   totalResults: resources.length,
   itemsPerPage: resources.length,
   startIndex: 1,
@@ -80,18 +79,18 @@ const listOf = (resources: Json[]): Json => ({
   Resources: resources,
 });
 
-export function resourceTypes(locations: Locations): Json {
+export function resourceTypes(locations: Locations): JsonObject {
   return listOf(resourceTypeDefinitions(locations));
 }
 
 /** One resource type by id (RFC 7644 §4), or undefined. */
-export function resourceType(locations: Locations, id: string): Json | undefined {
+export function resourceType(locations: Locations, id: string): JsonObject | undefined {
   return resourceTypeDefinitions(locations).find((t) => t.id === id);
 }
 
 const SUB_ATTRIBUTE_TYPES: Record<string, string> = { primary: 'boolean', $ref: 'reference' };
 
-function describe(specs: readonly AttributeSpec[]): Json[] {
+function describe(specs: readonly AttributeSpec[]): JsonObject[] {
   return specs
     .filter((s) => s.name !== 'meta')
     .map((s) => ({
@@ -162,8 +161,8 @@ const EXTENSION_NAMES: Record<string, [string, string]> = {
 function schemaDefinitions(
   userSchema: UserSchema,
   coreAttributes: readonly AttributeSpec[],
-): Json[] {
-  const definitions: Json[] = [
+): JsonObject[] {
+  const definitions: JsonObject[] = [
     {
       id: CORE_USER,
       name: 'User',
@@ -190,7 +189,10 @@ function schemaDefinitions(
   }));
 }
 
-export function schemas(userSchema: UserSchema, coreAttributes: readonly AttributeSpec[]): Json {
+export function schemas(
+  userSchema: UserSchema,
+  coreAttributes: readonly AttributeSpec[],
+): JsonObject {
   return listOf(schemaDefinitions(userSchema, coreAttributes));
 }
 
@@ -199,7 +201,7 @@ export function schema(
   userSchema: UserSchema,
   coreAttributes: readonly AttributeSpec[],
   id: string,
-): Json | undefined {
+): JsonObject | undefined {
   return schemaDefinitions(userSchema, coreAttributes).find(
     (d) => String(d.id).toLowerCase() === id.toLowerCase(),
   );

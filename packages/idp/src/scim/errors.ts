@@ -1,3 +1,5 @@
+import { McpIdentityError } from '@mcp-identity/common';
+
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
 /** The auth layer (WSO2's valve) answers with plain JSON and a numeric `status`. */
@@ -9,7 +11,9 @@ export const UNAUTHORIZED_DETAIL =
   'Authorization failure. Authorization information was invalid or missing from your request.';
 
 /** An error raised inside SCIM processing; encoded as charon does (string `status`). */
-export class ScimError extends Error {
+export class ScimError extends McpIdentityError {
+  readonly code = 'ERR_SCIM';
+
   constructor(
     readonly status: number,
     readonly detail: string,

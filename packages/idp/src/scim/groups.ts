@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type Clock, isJsonObject, systemClock } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
 import { ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
@@ -26,10 +27,6 @@ export type GroupRecord = {
   lastModified: string;
 };
 
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /**
  * SCIM Groups (RFC 7643 §4.2) with WSO2 Identity Server's member rules and texts; where they
  * deliberately differ is listed in the README (WSO2 compatibility).
@@ -39,7 +36,7 @@ export class GroupStore {
 
   constructor(
     private readonly db: Db,
-    private readonly now: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
   ) {
     this.userGroups = new UserRefs(
       db,
@@ -50,11 +47,11 @@ export class GroupStore {
   }
 
   create(body: unknown): GroupRecord {
-    if (!isObject(body)) throw invalidSyntax('The request body must be a JSON object.');
+    if (!isJsonObject(body)) throw invalidSyntax('The request body must be a JSON object.');
     const displayName = checkName(body.displayName);
     const externalId = readExternalId(body.externalId);
     const id = randomUUID();
-    const at = this.now().toISOString();
+    const at = new Date(this.clock()).toISOString();
     return inTransaction(this.db, () => {
       this.assertNameFree(displayName);
       statement(
@@ -107,7 +104,7 @@ export class GroupStore {
   }
 
   replace(id: string, body: unknown): GroupRecord {
-    if (!isObject(body)) throw invalidSyntax('The request body must be a JSON object.');
+    if (!isJsonObject(body)) throw invalidSyntax('The request body must be a JSON object.');
     return inTransaction(this.db, () => {
       const group = this.find(id);
       if (!group) throw notFound(`No group with the id : ${id} in the user store.`);
@@ -238,7 +235,7 @@ export class GroupStore {
 
   private touch(id: string): void {
     statement(this.db, 'UPDATE groups_ SET modified_at = ? WHERE id = ?').run(
-      this.now().toISOString(),
+      new Date(this.clock()).toISOString(),
       id,
     );
   }
@@ -268,7 +265,7 @@ function checkName(value: unknown): string {
 function readMembers(value: unknown): { value: string; display?: string }[] {
   if (!Array.isArray(value)) throw invalidSyntax('Members must be a JSON array.');
   return value.map((m) => {
-    if (!isObject(m)) throw invalidSyntax('Each member must be a JSON object.');
+    if (!isJsonObject(m)) throw invalidSyntax('Each member must be a JSON object.');
     if (typeof m.value !== 'string' || !m.value) {
       throw badRequest('The value of a member cannot be empty.');
     }
@@ -321,7 +318,7 @@ function listedMembers(members: readonly Member[], value: unknown): Member[] {
   const ids = new Set<string>();
   const names = new Set<string>();
   for (const entry of value) {
-    if (!isObject(entry)) throw invalidSyntax('Each member must be a JSON object.');
+    if (!isJsonObject(entry)) throw invalidSyntax('Each member must be a JSON object.');
     if (typeof entry.value === 'string') ids.add(entry.value);
     else if (typeof entry.display === 'string') names.add(entry.display.toLowerCase());
     else throw badRequest('The value of a member cannot be empty.');
@@ -343,7 +340,7 @@ const MEMBER_FILTER = valueFilterPolicy(
 /** A pathless operation is the same as one operation per key of its value object. */
 function splitOperation(operation: PatchOperation): [string, unknown][] {
   if (operation.path) return [[operation.path, operation.value]];
-  if (!isObject(operation.value))
+  if (!isJsonObject(operation.value))
     throw invalidSyntax('Value of a pathless operation must be an object.');
   return Object.entries(operation.value).filter(
     ([key]) => !['schemas', 'id', 'meta'].includes(key.toLowerCase()),

@@ -1,9 +1,6 @@
+import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { ScimError } from './errors.js';
 import type { PatchOperation } from './patch.js';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const CORE_URN = 'urn:ietf:params:scim:schemas:core:2.0:user';
 
@@ -49,9 +46,9 @@ export function assertSelfServicePatch(operations: readonly PatchOperation[]): v
   for (const { path, value } of operations) {
     const names = path
       ? [rootAttribute(path)]
-      : isObject(value)
+      : isJsonObject(value)
         ? Object.entries(value).flatMap(([key, v]) =>
-            key.toLowerCase() === CORE_URN && isObject(v) ? Object.keys(v) : [key],
+            key.toLowerCase() === CORE_URN && isJsonObject(v) ? Object.keys(v) : [key],
           )
         : [];
     for (const name of names) {
@@ -64,8 +61,8 @@ export function assertSelfServicePatch(operations: readonly PatchOperation[]): v
  * A /Me PUT body with its administrative attributes taken from the stored user: they are
  * read-only here, so the values sent are ignored (RFC 7644 §3.5.1) and the stored ones kept.
  */
-export function selfServiceReplacement(body: unknown, stored: Json): unknown {
-  if (!isObject(body)) return body;
+export function selfServiceReplacement(body: unknown, stored: JsonObject): unknown {
+  if (!isJsonObject(body)) return body;
   const kept = Object.entries(body).filter(
     ([key]) => isSelfService(key) || key === 'userName' || key === 'schemas',
   );

@@ -1,19 +1,16 @@
+import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { badRequest, invalidSyntax, ScimError } from './errors.js';
 import type { FilterTree } from './filter.js';
 
 export type PatchKind = 'add' | 'replace' | 'remove';
 export type PatchOperation = { op: PatchKind; path?: string; value?: unknown };
 
-type Json = Record<string, unknown>;
-export const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Operations per PATCH request: bounds the work one request can ask for. */
 export const MAX_PATCH_OPERATIONS = 1000;
 
 /** Validates a PatchOp request body (WSO2 does not check its `schemas` value). */
 export function readPatchOperations(body: unknown): PatchOperation[] {
-  const ops = isObject(body) ? (body.Operations ?? body.operations) : undefined;
+  const ops = isJsonObject(body) ? (body.Operations ?? body.operations) : undefined;
   if (!Array.isArray(ops)) {
     throw invalidSyntax('Operations attribute is missing or is not a valid JSON array.');
   }
@@ -23,7 +20,7 @@ export function readPatchOperations(body: unknown): PatchOperation[] {
     );
   }
   return ops.map((raw) => {
-    if (!isObject(raw)) throw invalidSyntax('Invalid patch operation.');
+    if (!isJsonObject(raw)) throw invalidSyntax('Invalid patch operation.');
     const op = String(raw.op ?? '').toLowerCase();
     if (op !== 'add' && op !== 'replace' && op !== 'remove') {
       throw badRequest(`Unknown operation: ${String(raw.op)}`, 'invalidSyntax');
@@ -75,16 +72,16 @@ export function parsePath(path: string, extensionUrns: readonly string[]): Parse
 
 /** Which entries of a multi-valued attribute a path's value filter selects. */
 export type EntrySelector = {
-  matches(entry: Json): boolean;
+  matches(entry: JsonObject): boolean;
   /** The entry to create when none matches (the equalities of the filter), if any. */
-  seed?: Json;
+  seed?: JsonObject;
 };
 
 /** The equalities a new entry must satisfy to match `tree` (`type eq "work"`), if any. */
-export function equalitySeed(tree: FilterTree, attribute: string): Json | undefined {
+export function equalitySeed(tree: FilterTree, attribute: string): JsonObject | undefined {
   if (tree.op === 'eq') return { [tree.attribute.slice(attribute.length + 1)]: tree.value };
   if (tree.op !== 'and') return undefined;
-  const seed: Json = {};
+  const seed: JsonObject = {};
   for (const part of tree.filters) {
     const partial = equalitySeed(part, attribute);
     if (!partial) return undefined;
@@ -94,20 +91,20 @@ export function equalitySeed(tree: FilterTree, attribute: string): Json | undefi
 }
 
 // Per-array index of entries by lower-cased `type`, so repeated merges stay linear.
-const typeIndexes = new WeakMap<Json[], Map<string, number>>();
+const typeIndexes = new WeakMap<JsonObject[], Map<string, number>>();
 
 /**
  * Merges entries of a multi-valued attribute in place: an incoming entry with the `type` of
  * an existing one replaces it (so a work address is updated, not duplicated); others are
  * appended.
  */
-export function mergeByType(existing: unknown, incoming: Json[]): Json[] {
-  const result = Array.isArray(existing) ? (existing as Json[]) : [];
+export function mergeByType(existing: unknown, incoming: JsonObject[]): JsonObject[] {
+  const result = Array.isArray(existing) ? (existing as JsonObject[]) : [];
   let index = typeIndexes.get(result);
   if (!index) {
     index = new Map();
     result.forEach((entry, i) => {
-      if (isObject(entry) && typeof entry.type === 'string') {
+      if (isJsonObject(entry) && typeof entry.type === 'string') {
         index!.set(entry.type.toLowerCase(), i);
       }
     });
@@ -128,7 +125,7 @@ export function mergeByType(existing: unknown, incoming: Json[]): Json[] {
 
 /** Applies one path operation to `target` (an object holding the attribute). */
 export function applyToContainer(
-  target: Json,
+  target: JsonObject,
   key: string,
   path: { selector?: EntrySelector; sub?: string },
   op: PatchKind,
@@ -139,7 +136,7 @@ export function applyToContainer(
   const { selector, sub } = path;
   if (selector) {
     if (!multiValued) throw badRequest(`Invalid path: ${key}`, 'invalidPath');
-    const entries = Array.isArray(current) ? (current.filter(isObject) as Json[]) : [];
+    const entries = Array.isArray(current) ? (current.filter(isJsonObject) as JsonObject[]) : [];
     if (op === 'remove') {
       target[key] = sub
         ? entries.map((e) => {
@@ -150,8 +147,8 @@ export function applyToContainer(
         : entries.filter((e) => !selector.matches(e));
       return;
     }
-    const patchEntry = (e: Json): Json =>
-      sub ? { ...e, [sub]: value } : { ...e, ...(isObject(value) ? value : {}) };
+    const patchEntry = (e: JsonObject): JsonObject =>
+      sub ? { ...e, [sub]: value } : { ...e, ...(isJsonObject(value) ? value : {}) };
     let matched = false;
     const patched = entries.map((e) => {
       if (!selector.matches(e)) return e;
@@ -168,7 +165,7 @@ export function applyToContainer(
   }
   if (sub) {
     if (multiValued) throw badRequest(`Invalid path: ${key}.${sub}`, 'invalidPath');
-    const complex = isObject(current) ? { ...current } : {};
+    const complex = isJsonObject(current) ? { ...current } : {};
     if (op === 'remove') delete complex[sub];
     else complex[sub] = value;
     target[key] = complex;
@@ -177,8 +174,11 @@ export function applyToContainer(
   if (op === 'remove') {
     delete target[key];
   } else if (multiValued && op === 'add') {
-    target[key] = mergeByType(current, (Array.isArray(value) ? value : [value]).filter(isObject));
-  } else if (isObject(value) && isObject(current)) {
+    target[key] = mergeByType(
+      current,
+      (Array.isArray(value) ? value : [value]).filter(isJsonObject),
+    );
+  } else if (isJsonObject(value) && isJsonObject(current)) {
     // RFC 7644 §3.5.2.3: sub-attributes not in the value are left unchanged.
     target[key] = { ...current, ...value };
   } else {

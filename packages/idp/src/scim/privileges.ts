@@ -1,12 +1,9 @@
+import { isJsonObject } from '@mcp-identity/common';
 import { forbidden } from './errors.js';
 import type { PatchOperation } from './patch.js';
 import type { RoleRecord, RoleStore } from './roles.js';
 import { ROLE_MANAGEMENT_SCOPES } from './scopes.js';
 import type { Access } from './service.js';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Least privilege for delegation: a caller may hand out only permissions it holds itself (a
@@ -26,7 +23,7 @@ export function assertMayGrant(
 
 /** Permissions named in a role body (create or replace). */
 export function permissionsOfRoleBody(body: unknown): string[] {
-  return isObject(body) ? valuesOf(body.permissions) : [];
+  return isJsonObject(body) ? valuesOf(body.permissions) : [];
 }
 
 /**
@@ -43,7 +40,7 @@ export function permissionsGrantedByRolePatch(
     if (op === 'remove') continue;
     const entries: [string, unknown][] = path
       ? [[path, value]]
-      : isObject(value)
+      : isJsonObject(value)
         ? Object.entries(value)
         : [];
     for (const [name, v] of entries) {
@@ -59,11 +56,11 @@ export function permissionsGrantedByRolePatch(
 
 /** Whether a group write adds members (PATCH operations or a replacement body). */
 export function groupWriteAddsMembers(write: readonly PatchOperation[] | unknown): boolean {
-  if (!Array.isArray(write)) return isObject(write) && valuesOf(write.members).length > 0;
+  if (!Array.isArray(write)) return isJsonObject(write) && valuesOf(write.members).length > 0;
   return (write as PatchOperation[]).some(({ op, path, value }) => {
     if (op === 'remove') return false;
     if (path) return path.trim().toLowerCase().startsWith('members');
-    return isObject(value) && Object.keys(value).some((k) => k.toLowerCase() === 'members');
+    return isJsonObject(value) && Object.keys(value).some((k) => k.toLowerCase() === 'members');
   });
 }
 
@@ -77,5 +74,5 @@ export function permissionsOfGroup(roles: RoleStore, groupId: string): string[] 
 
 function valuesOf(entries: unknown): string[] {
   if (!Array.isArray(entries)) return [];
-  return entries.map((e) => (isObject(e) ? String(e.value ?? '') : String(e)));
+  return entries.map((e) => (isJsonObject(e) ? String(e.value ?? '') : String(e)));
 }

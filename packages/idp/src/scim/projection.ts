@@ -1,9 +1,5 @@
+import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { badRequest } from './errors.js';
-
-type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `attributes` / `excludedAttributes` of a request (RFC 7644 §3.4.2.5, §3.9). */
 export type Projection = { attributes?: string[]; excludedAttributes?: string[] };
@@ -41,7 +37,7 @@ export function readProjection(attributes: unknown, excludedAttributes: unknown)
 }
 
 /** `[top-level key, sub-attribute?]` of `name` in `resource`, matched case-insensitively. */
-function locate(resource: Json, name: string): [string, string | undefined] | undefined {
+function locate(resource: JsonObject, name: string): [string, string | undefined] | undefined {
   const keys = Object.keys(resource);
   const schemas = Array.isArray(resource.schemas) ? (resource.schemas as string[]) : [];
   let path = name;
@@ -68,25 +64,25 @@ function locate(resource: Json, name: string): [string, string | undefined] | un
 
 function pick(value: unknown, sub: string): unknown {
   const [head, ...rest] = sub.split('.');
-  const take = (object: Json): Json | undefined => {
+  const take = (object: JsonObject): JsonObject | undefined => {
     const key = Object.keys(object).find((k) => k.toLowerCase() === head!.toLowerCase());
     if (key === undefined) return undefined;
     const inner = rest.length ? pick(object[key], rest.join('.')) : object[key];
     return inner === undefined ? undefined : { [key]: inner };
   };
   if (Array.isArray(value)) {
-    const entries = value.filter(isObject).map((e) => take(e) ?? {});
+    const entries = value.filter(isJsonObject).map((e) => take(e) ?? {});
     return entries.some((e) => Object.keys(e).length) ? entries : undefined;
   }
-  return isObject(value) ? take(value) : undefined;
+  return isJsonObject(value) ? take(value) : undefined;
 }
 
 function merge(into: unknown, part: unknown): unknown {
   if (Array.isArray(into) && Array.isArray(part)) {
     return into.map((e, i) => merge(e, part[i]));
   }
-  if (isObject(into) && isObject(part)) {
-    const out: Json = { ...into };
+  if (isJsonObject(into) && isJsonObject(part)) {
+    const out: JsonObject = { ...into };
     for (const [k, v] of Object.entries(part)) out[k] = k in out ? merge(out[k], v) : v;
     return out;
   }
@@ -95,23 +91,23 @@ function merge(into: unknown, part: unknown): unknown {
 
 function drop(value: unknown, sub: string): unknown {
   const [head, ...rest] = sub.split('.');
-  const without = (object: Json): Json => {
-    const out: Json = {};
+  const without = (object: JsonObject): JsonObject => {
+    const out: JsonObject = {};
     for (const [k, v] of Object.entries(object)) {
       if (k.toLowerCase() !== head!.toLowerCase()) out[k] = v;
       else if (rest.length) out[k] = drop(v, rest.join('.'));
     }
     return out;
   };
-  if (Array.isArray(value)) return value.map((e) => (isObject(e) ? without(e) : e));
-  return isObject(value) ? without(value) : value;
+  if (Array.isArray(value)) return value.map((e) => (isJsonObject(e) ? without(e) : e));
+  return isJsonObject(value) ? without(value) : value;
 }
 
 /** Applies a projection to one rendered resource; `id` and `schemas` always stay. */
-export function project(resource: Json, projection: Projection): Json {
+export function project(resource: JsonObject, projection: Projection): JsonObject {
   let out = resource;
   if (projection.attributes) {
-    let kept: Json = {};
+    let kept: JsonObject = {};
     for (const key of Object.keys(resource)) {
       if (ALWAYS.has(key)) kept[key] = resource[key];
     }
@@ -120,7 +116,7 @@ export function project(resource: Json, projection: Projection): Json {
       if (!found) continue;
       const [key, sub] = found;
       const value = sub === undefined ? resource[key] : pick(resource[key], sub);
-      if (value !== undefined) kept = merge(kept, { [key]: value }) as Json;
+      if (value !== undefined) kept = merge(kept, { [key]: value }) as JsonObject;
     }
     out = kept;
   }
@@ -143,10 +139,16 @@ function isProjecting(projection: Projection): boolean {
 }
 
 /** Projects a single resource or every resource of a list response. */
-export function projectBody(body: Json | undefined, projection: Projection): Json | undefined {
+export function projectBody(
+  body: JsonObject | undefined,
+  projection: Projection,
+): JsonObject | undefined {
   if (!body || !isProjecting(projection)) return body;
   if (Array.isArray(body.Resources)) {
-    return { ...body, Resources: (body.Resources as Json[]).map((r) => project(r, projection)) };
+    return {
+      ...body,
+      Resources: (body.Resources as JsonObject[]).map((r) => project(r, projection)),
+    };
   }
   return project(body, projection);
 }

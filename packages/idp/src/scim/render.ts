@@ -1,9 +1,8 @@
+import type { JsonObject } from '@mcp-identity/common';
 import type { GroupRecord } from './groups.js';
 import type { RoleRecord } from './roles.js';
 import { AGENT_SCHEMA, CORE_USER, CUSTOM_USER, ENTERPRISE_USER, WSO2_USER } from './user-schema.js';
 import type { UserKind } from './users.js';
-
-type Json = Record<string, unknown>;
 
 export const LIST_RESPONSE = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -38,11 +37,11 @@ export type UserRelations = {
 
 export function renderUser(
   kind: UserKind,
-  record: Json,
+  record: JsonObject,
   relations: UserRelations,
   locations: Locations,
-): Json {
-  const { id, meta, userName, ...rest } = record as Json & {
+): JsonObject {
+  const { id, meta, userName, ...rest } = record as JsonObject & {
     id: string;
     meta: { created: string; lastModified: string };
   };
@@ -68,7 +67,7 @@ export function renderUser(
   };
 }
 
-export function renderGroup(group: GroupRecord, locations: Locations): Json {
+export function renderGroup(group: GroupRecord, locations: Locations): JsonObject {
   return {
     displayName: group.displayName,
     ...(group.externalId === undefined ? {} : { externalId: group.externalId }),
@@ -101,7 +100,7 @@ export function renderRole(
   locations: Locations,
   full = true,
   api: RoleApi = 'v2',
-): Json {
+): JsonObject {
   return {
     displayName: role.displayName,
     meta: {
@@ -130,7 +129,11 @@ export function renderRole(
  * WSO2 omits `Resources` when nothing matched; a page past the end (or `count=0`) of a
  * non-empty result carries `"Resources": []`.
  */
-export function listResponse(total: number, startIndex: number, resources: Json[]): Json {
+export function listResponse(
+  total: number,
+  startIndex: number,
+  resources: JsonObject[],
+): JsonObject {
   return {
     totalResults: total,
     startIndex,

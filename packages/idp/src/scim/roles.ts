@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type Clock, isJsonObject, systemClock } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
 import {
@@ -32,15 +33,12 @@ export type RoleRecord = {
 /** Which member lists an operation touches: what WSO2 checks operation scopes against. */
 export type RoleSection = 'users' | 'groups' | 'permissions';
 
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 const SECTIONS: readonly RoleSection[] = ['users', 'groups', 'permissions'];
 
 export type RoleStoreOptions = {
   knownScopes: () => ReadonlySet<string>;
   applicationName: (clientId: string) => string | undefined;
-  now?: () => Date;
+  clock?: Clock;
 };
 
 /**
@@ -49,14 +47,14 @@ export type RoleStoreOptions = {
  * (scopes).
  */
 export class RoleStore {
-  private readonly now: () => Date;
+  private readonly clock: Clock;
   private readonly userRoles: UserRefs;
 
   constructor(
     private readonly db: Db,
     private readonly options: RoleStoreOptions,
   ) {
-    this.now = options.now ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
     this.userRoles = new UserRefs(
       db,
       `SELECT ru.user_id AS userId, r.id AS value, r.display_name AS display FROM role_users ru
@@ -67,7 +65,7 @@ export class RoleStore {
 
   /** Sections a create or PUT body writes to. */
   static sectionsOfBody(body: unknown): RoleSection[] {
-    if (!isObject(body)) return [];
+    if (!isJsonObject(body)) return [];
     return SECTIONS.filter((s) => Array.isArray(body[s]) && (body[s] as unknown[]).length > 0);
   }
 
@@ -75,7 +73,7 @@ export class RoleStore {
   static sectionsOfPatch(operations: readonly PatchOperation[]): RoleSection[] {
     const touched = new Set<RoleSection>();
     for (const op of operations) {
-      const names = op.path ? [op.path] : isObject(op.value) ? Object.keys(op.value) : [];
+      const names = op.path ? [op.path] : isJsonObject(op.value) ? Object.keys(op.value) : [];
       for (const name of names) {
         const section = SECTIONS.find((s) => name.toLowerCase().startsWith(s));
         if (section) touched.add(section);
@@ -85,11 +83,11 @@ export class RoleStore {
   }
 
   create(body: unknown): RoleRecord {
-    if (!isObject(body)) throw invalidSyntax('The request body must be a JSON object.');
+    if (!isJsonObject(body)) throw invalidSyntax('The request body must be a JSON object.');
     const displayName = checkName(body.displayName);
     const audience = this.readAudience(body.audience);
     const id = randomUUID();
-    const at = this.now().toISOString();
+    const at = new Date(this.clock()).toISOString();
     return inTransaction(this.db, () => {
       this.assertNameFree(displayName, audience);
       statement(
@@ -171,7 +169,7 @@ export class RoleStore {
   }
 
   replace(id: string, body: unknown): RoleRecord {
-    if (!isObject(body)) throw invalidSyntax('The request body must be a JSON object.');
+    if (!isJsonObject(body)) throw invalidSyntax('The request body must be a JSON object.');
     return inTransaction(this.db, () => {
       const role = this.get(id);
       if (body.displayName !== undefined) this.rename(role, body.displayName);
@@ -190,10 +188,10 @@ export class RoleStore {
       for (const { op, path, value } of operations) {
         const entries: [string, unknown][] = path
           ? [[path, value]]
-          : isObject(value)
+          : isJsonObject(value)
             ? Object.entries(value).filter(([k]) => k !== 'schemas')
             : [];
-        if (!path && !isObject(value)) {
+        if (!path && !isJsonObject(value)) {
           throw invalidSyntax('Value of a pathless operation must be an object.');
         }
         for (const [target, v] of entries) this.applyOperation(role, op, target, v);
@@ -264,7 +262,7 @@ export class RoleStore {
     if (op === 'remove') {
       if (Array.isArray(value)) {
         for (const entry of value) {
-          if (isObject(entry) && typeof entry.value === 'string') {
+          if (isJsonObject(entry) && typeof entry.value === 'string') {
             this.removeOne(role.id, section, entry.value);
           }
         }
@@ -329,7 +327,7 @@ export class RoleStore {
 
   private touch(id: string): void {
     statement(this.db, 'UPDATE roles SET modified_at = ? WHERE id = ?').run(
-      this.now().toISOString(),
+      new Date(this.clock()).toISOString(),
       id,
     );
   }
@@ -348,7 +346,7 @@ export class RoleStore {
 
   private readAudience(value: unknown): RoleAudience {
     if (value === undefined) return this.audienceOf('organization', ROOT_ORGANIZATION.id);
-    if (!isObject(value) || typeof value.value !== 'string') {
+    if (!isJsonObject(value) || typeof value.value !== 'string') {
       throw badRequest('Invalid audience.');
     }
     const type = String(value.type ?? 'organization').toLowerCase();

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { InternalError } from '@mcp-identity/common';
 
 /** What the worker answers: the match count and, in id order, the ids asked for. */
 export type IdsAnswer = { total: number; ids: string[] };
@@ -104,7 +105,7 @@ export class SearchWorker {
     worker.on('message', (message: IdsAnswer & { id: number; error?: string }) => {
       const pending = this.pending.get(message.id);
       this.pending.delete(message.id);
-      if (message.error !== undefined) pending?.reject(new Error(message.error));
+      if (message.error !== undefined) pending?.reject(new InternalError(message.error));
       else pending?.resolve({ total: message.total, ids: message.ids });
       if (this.pending.size === 0) {
         this.idle = setTimeout(() => this.stop(), IDLE_MS);
@@ -119,7 +120,7 @@ export class SearchWorker {
       this.pending.clear();
     };
     worker.on('error', fail);
-    worker.on('exit', () => fail(new Error('The search worker stopped.')));
+    worker.on('exit', () => fail(new InternalError('The search worker stopped.')));
     this.worker = worker;
     return worker;
   }

@@ -1,3 +1,4 @@
+import type { JsonObject } from '@mcp-identity/common';
 import { badRequest, forbidden, invalidSyntax, ScimError } from './errors.js';
 import {
   ALL_LOGIC,
@@ -31,9 +32,7 @@ import { RoleStore, roleFilterKey } from './roles.js';
 import { ROLE_OPERATION_SCOPES } from './scopes.js';
 import type { Page, UserKind, UserStore } from './users.js';
 
-type Json = Record<string, unknown>;
-
-export type ScimResponse = { status: number; body?: Json; location?: string };
+export type ScimResponse = { status: number; body?: JsonObject; location?: string };
 
 /** What the valve decided for the request: operation scopes are checked when not `granted`. */
 export type Access = {
@@ -228,7 +227,7 @@ export class ScimService {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw invalidSyntax('The request body must be a JSON object.');
     }
-    const request = body as Json;
+    const request = body as JsonObject;
     if (!Array.isArray(request.schemas)) {
       throw badRequest(
         "Attribute 'schemas' is missing or is not a valid JSON array.",
@@ -254,17 +253,17 @@ export class ScimService {
   }
 
   /** Renders only the requested page of an in-memory list. */
-  private page<T>(page: Page, all: readonly T[], render: (item: T) => Json): ScimResponse {
+  private page<T>(page: Page, all: readonly T[], render: (item: T) => JsonObject): ScimResponse {
     const slice = all.slice(page.startIndex - 1, page.startIndex - 1 + page.count);
     return { status: 200, body: listResponse(all.length, page.startIndex, slice.map(render)) };
   }
 
-  private renderUser(kind: UserKind, record: Json): Json {
+  private renderUser(kind: UserKind, record: JsonObject): JsonObject {
     return this.renderUsers(kind, [record])[0]!;
   }
 
   /** Renders users with their groups and roles, read for all of them at once. */
-  private renderUsers(kind: UserKind, records: readonly Json[]): Json[] {
+  private renderUsers(kind: UserKind, records: readonly JsonObject[]): JsonObject[] {
     const ids = records.map((r) => r.id as string);
     const groups = this.groups.groupsOfUsers(ids);
     const roles = this.roles.rolesOfUsers(ids);
@@ -275,7 +274,7 @@ export class ScimService {
     });
   }
 
-  private userResponse(kind: UserKind, record: Json): ScimResponse {
+  private userResponse(kind: UserKind, record: JsonObject): ScimResponse {
     const body = this.renderUser(kind, record);
     return { status: 200, body, location: this.locations.user(kind, record.id as string) };
   }

@@ -1,10 +1,10 @@
+import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { badRequest } from './errors.js';
 import { entryMatches, parseFilter, valueFilterPolicy } from './filter.js';
 import {
   applyToContainer,
   type EntrySelector,
   equalitySeed,
-  isObject,
   mergeByType,
   type PatchOperation,
   parsePath,
@@ -17,11 +17,9 @@ import { type AttributeSpec, CORE_USER, type UserSchema } from './user-schema.js
  * Storage and the transaction around it stay with `UserStore`.
  */
 
-type Json = Record<string, unknown>;
-
 /** Applies a PATCH request's operations, in order, to `doc` in place; returns a new password if one is set. */
 export function applyUserPatch(
-  doc: Json,
+  doc: JsonObject,
   operations: readonly PatchOperation[],
   schema: UserSchema,
 ): string | undefined {
@@ -34,12 +32,12 @@ export function applyUserPatch(
 
 /** Applies one PATCH operation to a stored document; returns a new password if set. */
 function applyUserOperation(
-  doc: Json,
+  doc: JsonObject,
   { op, path, value }: PatchOperation,
   schema: UserSchema,
 ): string | undefined {
   if (!path) {
-    if (!isObject(value)) throw badRequest('Value of a pathless operation must be an object.');
+    if (!isJsonObject(value)) throw badRequest('Value of a pathless operation must be an object.');
     let password: string | undefined;
     for (const [key, v] of Object.entries(value)) {
       if (key.toLowerCase() === 'schemas') continue;
@@ -51,9 +49,9 @@ function applyUserOperation(
       } else if (spec.name === 'password') {
         password = String(v);
       } else if (spec.multiValued && Array.isArray(v)) {
-        doc[spec.name] = mergeByType(doc[spec.name], v.filter(isObject));
-      } else if (spec.type === 'complex' && isObject(v) && isObject(doc[spec.name])) {
-        doc[spec.name] = { ...(doc[spec.name] as Json), ...v };
+        doc[spec.name] = mergeByType(doc[spec.name], v.filter(isJsonObject));
+      } else if (spec.type === 'complex' && isJsonObject(v) && isJsonObject(doc[spec.name])) {
+        doc[spec.name] = { ...(doc[spec.name] as JsonObject), ...v };
       } else {
         doc[spec.name] = v;
       }
@@ -63,9 +61,9 @@ function applyUserOperation(
   const wholeExtension = schema.extensionUrn(path);
   if (wholeExtension) {
     if (op === 'remove') delete doc[wholeExtension];
-    else if (!isObject(value)) throw badRequest(`Attribute ${wholeExtension} must be complex.`);
-    else if (isObject(doc[wholeExtension])) {
-      doc[wholeExtension] = { ...(doc[wholeExtension] as Json), ...value };
+    else if (!isJsonObject(value)) throw badRequest(`Attribute ${wholeExtension} must be complex.`);
+    else if (isJsonObject(doc[wholeExtension])) {
+      doc[wholeExtension] = { ...(doc[wholeExtension] as JsonObject), ...value };
     } else doc[wholeExtension] = value;
     return undefined;
   }
@@ -80,7 +78,7 @@ function applyUserOperation(
     spec = schema.extensionAttribute(parsed.urn, parsed.attribute);
     if (!spec)
       throw badRequest(`No such attribute with the name : ${parsed.urn}:${parsed.attribute}`);
-    container = isObject(doc[parsed.urn]) ? { ...(doc[parsed.urn] as Json) } : {};
+    container = isJsonObject(doc[parsed.urn]) ? { ...(doc[parsed.urn] as JsonObject) } : {};
     doc[parsed.urn] = container;
   } else {
     spec = schema.coreAttribute(parsed.attribute);

@@ -1,3 +1,4 @@
+import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { badRequest } from './errors.js';
 
 export const CORE_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -205,13 +206,8 @@ function findSpec(specs: readonly AttributeSpec[], name: string): AttributeSpec 
   return specs.find((s) => s.name.toLowerCase() === lower);
 }
 
-type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Every filter key of a stored user document with its values (lower-cased for indexing). */
-export function indexedValues(doc: Json, schema: UserSchema): [string, string][] {
+export function indexedValues(doc: JsonObject, schema: UserSchema): [string, string][] {
   const out: [string, string][] = [];
   const add = (key: string, value: unknown) => {
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
@@ -224,23 +220,23 @@ export function indexedValues(doc: Json, schema: UserSchema): [string, string][]
     if (spec.type !== 'complex') {
       add(spec.name, value);
     } else if (spec.multiValued && Array.isArray(value)) {
-      for (const entry of value.filter(isObject)) {
+      for (const entry of value.filter(isJsonObject)) {
         const primary = spec.name === 'addresses' ? entry.formatted : entry.value;
         add(spec.name, primary);
         if (typeof entry.type === 'string') add(`${spec.name}.${entry.type}`, primary);
         for (const sub of spec.subAttributes ?? []) add(`${spec.name}.${sub}`, entry[sub]);
       }
-    } else if (isObject(value)) {
+    } else if (isJsonObject(value)) {
       for (const sub of spec.subAttributes ?? []) add(`${spec.name}.${sub}`, value[sub]);
     }
   }
   for (const [urn, specs] of schema.extensions) {
     const ext = doc[urn];
-    if (!isObject(ext)) continue;
+    if (!isJsonObject(ext)) continue;
     for (const spec of specs) {
       const value = ext[spec.name];
       if (spec.type === 'complex') {
-        if (isObject(value)) add(`${urn}:${spec.name}.value`, value.value);
+        if (isJsonObject(value)) add(`${urn}:${spec.name}.value`, value.value);
       } else {
         add(`${urn}:${spec.name}`, value);
       }
@@ -258,15 +254,15 @@ export function indexedValues(doc: Json, schema: UserSchema): [string, string][]
 export function checkValue(spec: AttributeSpec, value: unknown, label: string): unknown {
   if (value === null) return value;
   if (spec.multiValued) {
-    if (!Array.isArray(value) || !value.every(isObject)) {
+    if (!Array.isArray(value) || !value.every(isJsonObject)) {
       throw badRequest(`Attribute ${label} must be a multi-valued complex attribute.`);
     }
-    return (value as Json[]).map((entry) => canonicalSubAttributes(spec, entry, label));
+    return (value as JsonObject[]).map((entry) => canonicalSubAttributes(spec, entry, label));
   }
   switch (spec.type) {
     case 'complex':
       if (typeof value === 'string' && spec.subAttributes?.includes('value')) return { value };
-      if (!isObject(value)) throw badRequest(`Attribute ${label} must be a complex attribute.`);
+      if (!isJsonObject(value)) throw badRequest(`Attribute ${label} must be a complex attribute.`);
       return canonicalSubAttributes(spec, value, label);
     case 'boolean': {
       if (typeof value === 'boolean') return value;
@@ -283,9 +279,9 @@ export function checkValue(spec: AttributeSpec, value: unknown, label: string): 
   }
 }
 
-function canonicalSubAttributes(spec: AttributeSpec, value: Json, label: string): Json {
+function canonicalSubAttributes(spec: AttributeSpec, value: JsonObject, label: string): JsonObject {
   if (!spec.subAttributes) return value;
-  const out: Json = {};
+  const out: JsonObject = {};
   for (const [key, v] of Object.entries(value)) {
     const name = spec.subAttributes.find((s) => s.toLowerCase() === key.toLowerCase());
     if (!name) throw badRequest(`No such attribute with the name : ${label}.${key}`);

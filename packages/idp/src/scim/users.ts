@@ -1,5 +1,13 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { hashSecret, verifySecret } from '@mcp-identity/common';
+import {
+  type Clock,
+  hashSecret,
+  InvalidArgumentError,
+  isJsonObject,
+  type JsonObject,
+  systemClock,
+  verifySecret,
+} from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
 import { ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, notFound } from './errors.js';
@@ -27,7 +35,6 @@ import {
 } from './user-schema.js';
 
 export type UserKind = 'user' | 'agent';
-type Json = Record<string, unknown>;
 type UserRow = {
   id: string;
   kind: UserKind;
@@ -39,10 +46,8 @@ type UserRow = {
 };
 
 export type Page = { startIndex: number; count: number };
-export type SearchResult = { total: number; rows: readonly Json[] };
+export type SearchResult = { total: number; rows: readonly JsonObject[] };
 
-const isObject = (v: unknown): v is Json =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 const READ_ONLY = new Set(['id', 'meta', 'groups', 'roles', 'schemas']);
 const PASSWORD_PATTERN = /^[\S]{5,30}$/;
 const MAX_CODE_POINT = String.fromCodePoint(0x10ffff);
@@ -75,13 +80,13 @@ export class UserStore {
    * Pages of users by their ids, read again after any write to the database. Frozen: the same
    * records are rendered for every request that reads the page (rendering copies, never writes).
    */
-  private readonly pages: ReadCache<string, readonly Json[]>;
+  private readonly pages: ReadCache<string, readonly JsonObject[]>;
   private worker: SearchWorker | undefined;
   private dummyHash: Promise<string> | undefined;
 
   constructor(
     private readonly db: Db,
-    private readonly now: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
   ) {
     this.pages = new ReadCache(db, 64);
     // Writes through this store clear these two (`clearSearchCaches`).
@@ -103,7 +108,7 @@ export class UserStore {
   /** Defines (or redefines) an attribute of the custom extension. */
   defineCustomAttribute(attribute: CustomAttribute): void {
     if (!/^[A-Za-z][\w-]*$/.test(attribute.name)) {
-      throw new Error(`Invalid custom attribute name: ${attribute.name}`);
+      throw new InvalidArgumentError(`Invalid custom attribute name: ${attribute.name}`);
     }
     statement(
       this.db,
@@ -112,7 +117,7 @@ export class UserStore {
     this.schemaCache = undefined;
   }
 
-  async create(kind: UserKind, body: unknown): Promise<{ row: Json; password?: string }> {
+  async create(kind: UserKind, body: unknown): Promise<{ row: JsonObject; password?: string }> {
     const { doc, password: given } = this.normalize(body, kind);
     let password = given;
     if (kind === 'agent') {
@@ -122,7 +127,7 @@ export class UserStore {
     checkPasswordPolicy(kind, password);
     const passwordHash = password === undefined ? null : await hashSecret(password);
     const id = randomUUID();
-    const at = this.now().toISOString();
+    const at = new Date(this.clock()).toISOString();
     inTransaction(this.db, () => {
       this.assertUserNameFree(doc.userName as string, kind);
       statement(
@@ -145,21 +150,21 @@ export class UserStore {
     return kind === 'agent' && password !== undefined ? { row, password } : { row };
   }
 
-  get(kind: UserKind, id: string): Json {
+  get(kind: UserKind, id: string): JsonObject {
     const row = this.getRow(kind, id);
     if (!row) throw notFoundOnGet();
     return row;
   }
 
   /** The stored document and timestamps of a user, for rendering. */
-  getRow(kind: UserKind, id: string): Json | undefined {
+  getRow(kind: UserKind, id: string): JsonObject | undefined {
     const row = statement(this.db, 'SELECT * FROM users WHERE id = ? AND kind = ?').get(id, kind) as
       | UserRow
       | undefined;
     return row ? toRecord(row) : undefined;
   }
 
-  async replace(kind: UserKind, id: string, body: unknown): Promise<Json> {
+  async replace(kind: UserKind, id: string, body: unknown): Promise<JsonObject> {
     const existing = this.getRow(kind, id);
     if (!existing) throw notFound(`No user with the id : ${id} in the user store.`);
     const { doc, password } = this.normalize(body, kind);
@@ -169,9 +174,9 @@ export class UserStore {
     return this.get(kind, id);
   }
 
-  async patch(kind: UserKind, id: string, operations: PatchOperation[]): Promise<Json> {
+  async patch(kind: UserKind, id: string, operations: PatchOperation[]): Promise<JsonObject> {
     const schema = this.schema();
-    const apply = (): { doc: Json; password?: string } => {
+    const apply = (): { doc: JsonObject; password?: string } => {
       const existing = this.getRow(kind, id);
       if (!existing) throw notFound(`No user with the id : ${id} in the user store.`);
       const doc = documentOf(existing);
@@ -224,7 +229,7 @@ export class UserStore {
     }
     if (!tree || !exact) return { total: answer.total, rows: this.rowsByIds(answer.ids) };
     const candidates = answer.ids;
-    const result = { total: 0, rows: [] as Json[] };
+    const result = { total: 0, rows: [] as JsonObject[] };
     for (let start = 0; start < candidates.length; start += CHECK_SLICE) {
       if (start > 0) await new Promise((resolve) => setImmediate(resolve));
       const slice = this.rawRowsByIds(candidates.slice(start, start + CHECK_SLICE));
@@ -295,7 +300,7 @@ export class UserStore {
   }
 
   /** A page of users (a page is short: its ids are the cache key). */
-  private rowsByIds(ids: readonly string[]): readonly Json[] {
+  private rowsByIds(ids: readonly string[]): readonly JsonObject[] {
     return this.pages.get(ids.join(' '), () => deepFreeze(this.rawRowsByIds(ids).map(toRecord)));
   }
 
@@ -337,7 +342,7 @@ export class UserStore {
     rows: Iterable<UserRow>,
     tree: FilterTree | undefined,
     page: Page,
-    result: { total: number; rows: Json[] } = { total: 0, rows: [] },
+    result: { total: number; rows: JsonObject[] } = { total: 0, rows: [] },
   ): SearchResult {
     const schema = this.schema();
     for (const row of rows) {
@@ -381,8 +386,8 @@ export class UserStore {
   }
 
   /** Inserts many users in one transaction without passwords (benchmark seeding). */
-  seed(docs: readonly Json[]): void {
-    const at = this.now().toISOString();
+  seed(docs: readonly JsonObject[]): void {
+    const at = new Date(this.clock()).toISOString();
     const insert = statement(
       this.db,
       `INSERT INTO users (id, kind, user_name, user_name_lc, password_hash, doc, created_at, modified_at)
@@ -399,14 +404,24 @@ export class UserStore {
     });
   }
 
-  private async write(kind: UserKind, id: string, doc: Json, password?: string): Promise<void> {
+  private async write(
+    kind: UserKind,
+    id: string,
+    doc: JsonObject,
+    password?: string,
+  ): Promise<void> {
     checkPasswordPolicy(kind, password);
     const passwordHash = password === undefined ? undefined : await hashSecret(password);
     inTransaction(this.db, () => this.writeRow(kind, id, doc, passwordHash));
   }
 
-  private writeRow(kind: UserKind, id: string, doc: Json, passwordHash: string | undefined): void {
-    const at = this.now().toISOString();
+  private writeRow(
+    kind: UserKind,
+    id: string,
+    doc: JsonObject,
+    passwordHash: string | undefined,
+  ): void {
+    const at = new Date(this.clock()).toISOString();
     statement(
       this.db,
       'UPDATE users SET doc = ?, modified_at = ?, password_hash = coalesce(?, password_hash) WHERE id = ?',
@@ -414,7 +429,7 @@ export class UserStore {
     this.writeIndex(id, kind, doc);
   }
 
-  private writeIndex(id: string, kind: UserKind, doc: Json): void {
+  private writeIndex(id: string, kind: UserKind, doc: JsonObject): void {
     this.clearSearchCaches();
     statement(this.db, 'DELETE FROM user_attrs WHERE user_id = ?').run(id);
     const insert = statement(
@@ -436,18 +451,18 @@ export class UserStore {
     }
   }
 
-  private assertUserNameUnchanged(existing: Json, userName: unknown): void {
+  private assertUserNameUnchanged(existing: JsonObject, userName: unknown): void {
     if (String(existing.userName).toLowerCase() !== String(userName).toLowerCase()) {
       throw badRequest('Attribute userName cannot be modified.', 'mutability');
     }
   }
 
   /** Validates a user body against the schema; returns the storable document and password. */
-  private normalize(body: unknown, kind: UserKind): { doc: Json; password?: string } {
-    if (!isObject(body))
+  private normalize(body: unknown, kind: UserKind): { doc: JsonObject; password?: string } {
+    if (!isJsonObject(body))
       throw badRequest('The request body must be a JSON object.', 'invalidSyntax');
     const schema = this.schema();
-    const doc: Json = {};
+    const doc: JsonObject = {};
     let password: string | undefined;
     for (const [key, value] of Object.entries(body)) {
       if (READ_ONLY.has(key.toLowerCase())) continue;
@@ -455,8 +470,8 @@ export class UserStore {
         const urn = schema.extensionUrn(key);
         if (!urn) throw badRequest(`No such attribute with the name : ${key}`);
         if (value === null) continue;
-        if (!isObject(value)) throw badRequest(`Attribute ${urn} must be a complex attribute.`);
-        const ext: Json = {};
+        if (!isJsonObject(value)) throw badRequest(`Attribute ${urn} must be a complex attribute.`);
+        const ext: JsonObject = {};
         for (const [name, v] of Object.entries(value)) {
           const spec = schema.extensionAttribute(urn, name);
           if (!spec) throw badRequest(`No such attribute with the name : ${urn}:${name}`);
@@ -582,7 +597,7 @@ function valuePredicate(op: FilterOperator, value: string, column: string): [str
 
 /** A stored user as the filter evaluator sees it (the same values the index holds). */
 function userSubject(row: UserRow, schema: UserSchema): FilterSubject {
-  const doc = JSON.parse(row.doc) as Json;
+  const doc = JSON.parse(row.doc) as JsonObject;
   let values: [string, string][] | undefined;
   return {
     values(attribute) {
@@ -594,7 +609,7 @@ function userSubject(row: UserRow, schema: UserSchema): FilterSubject {
     },
     entries(attribute) {
       const value = doc[attribute];
-      return Array.isArray(value) ? value.filter(isObject) : [];
+      return Array.isArray(value) ? value.filter(isJsonObject) : [];
     },
   };
 }
@@ -607,15 +622,15 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-function toRecord(row: UserRow): Json {
+function toRecord(row: UserRow): JsonObject {
   return {
-    ...(JSON.parse(row.doc) as Json),
+    ...(JSON.parse(row.doc) as JsonObject),
     id: row.id,
     meta: { created: row.created_at, lastModified: row.modified_at },
   };
 }
 
-function documentOf(record: Json): Json {
+function documentOf(record: JsonObject): JsonObject {
   const { id: _id, meta: _meta, ...doc } = record;
   return doc;
 }

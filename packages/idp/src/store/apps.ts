@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import {
+  type Clock,
+  epochSeconds,
   hashSecret,
+  McpIdentityError,
   randomToken,
   redirectUriProblem,
   secretMatcher,
+  systemClock,
   verifySecret,
 } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from './db.js';
@@ -75,7 +79,9 @@ export const GRANT_TYPES: readonly GrantType[] = [
   'refresh_token',
 ];
 
-export class AppError extends Error {}
+export class AppError extends McpIdentityError {
+  readonly code = 'ERR_APP';
+}
 
 /** Redirect URIs follow the same allow-list as dynamic registration, whoever registers them. */
 function checkRedirectUris(uris: readonly string[] | undefined): void {
@@ -106,8 +112,7 @@ type StoredApplication = { app: Application; secretHash: string | null };
 export const UNUSED_CLIENT_TTL_SECONDS = 24 * 60 * 60;
 
 export type AppStoreOptions = {
-  /** Seconds since the epoch. Default: the system clock. */
-  now?: () => number;
+  clock?: Clock;
   /** A dynamic client without a token is gone this long after registering. */
   unusedClientTtlSeconds?: number;
 };
@@ -126,7 +131,7 @@ export class AppStore {
   /** Applications by client id, read again after any write to the database. */
   private readonly rows: ReadCache<string, StoredApplication | undefined>;
 
-  private readonly now: () => number;
+  private readonly clock: Clock;
   private readonly unusedTtl: number;
 
   constructor(
@@ -134,7 +139,7 @@ export class AppStore {
     options: AppStoreOptions = {},
   ) {
     this.rows = new ReadCache(db, 256);
-    this.now = options.now ?? (() => Math.floor(Date.now() / 1000));
+    this.clock = options.clock ?? systemClock;
     this.unusedTtl = options.unusedClientTtlSeconds ?? UNUSED_CLIENT_TTL_SECONDS;
   }
 
@@ -163,7 +168,7 @@ export class AppStore {
       JSON.stringify(input.scopes ?? []),
       JSON.stringify(input.redirectUris ?? []),
       input.dynamic ? 1 : 0,
-      this.now(),
+      epochSeconds(this.clock),
       input.registeredFrom ?? null,
     );
     const app = this.get(clientId)!;
@@ -186,7 +191,7 @@ export class AppStore {
   }
 
   private expired(app: Application): boolean {
-    return app.dynamic && !app.used && app.createdAt <= this.now() - this.unusedTtl;
+    return app.dynamic && !app.used && app.createdAt <= epochSeconds(this.clock) - this.unusedTtl;
   }
 
   list(): Application[] {
@@ -208,7 +213,7 @@ export class AppStore {
   markUsed(app: Application): void {
     if (!app.dynamic || app.used) return;
     statement(this.db, 'UPDATE apps SET used_at = ? WHERE client_id = ? AND used_at IS NULL').run(
-      this.now(),
+      epochSeconds(this.clock),
       app.clientId,
     );
   }
@@ -224,7 +229,7 @@ export class AppStore {
       statement(
         this.db,
         'DELETE FROM apps WHERE dynamic = 1 AND used_at IS NULL AND created_at <= ?',
-      ).run(this.now() - this.unusedTtl);
+      ).run(epochSeconds(this.clock) - this.unusedTtl);
       // count(*) of the whole table is answered from the b-tree without reading rows, and it
       // bounds the dynamic clients from above: the exact count only once it reaches the cap.
       const total = () =>

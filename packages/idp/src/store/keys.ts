@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject, randomUUID } from 'node:crypto';
+import { type Clock, epochSeconds, InternalError, systemClock } from '@mcp-identity/common';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { type Db, statement } from './db.js';
 import { ReadCache } from './read-cache.js';
@@ -23,7 +24,7 @@ export class KeyStore {
   constructor(
     private readonly db: Db,
     private readonly retentionSeconds: number,
-    private readonly now: () => number = () => Math.floor(Date.now() / 1000),
+    private readonly clock: Clock = systemClock,
   ) {
     this.active = new ReadCache(db, 1);
     this.published = new ReadCache(db, 64);
@@ -40,7 +41,7 @@ export class KeyStore {
     const kid = randomUUID();
     const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' };
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
-    const at = this.now();
+    const at = epochSeconds(this.clock);
     this.db.transaction(() => {
       statement(this.db, 'UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL').run(at);
       statement(
@@ -59,7 +60,7 @@ export class KeyStore {
         row && { kid: row.kid, key: this.importKey(row.kid, row.private_jwk, createPrivateKey) }
       );
     });
-    if (!active) throw new Error('no active signing key');
+    if (!active) throw new InternalError('no active signing key');
     return active;
   }
 
@@ -79,7 +80,9 @@ export class KeyStore {
     });
     // The retention window moves with the clock, so it is checked on every call.
     const published =
-      found && (found.retiredAt === null || found.retiredAt > this.now() - this.retentionSeconds);
+      found &&
+      (found.retiredAt === null ||
+        found.retiredAt > epochSeconds(this.clock) - this.retentionSeconds);
     return published ? found.key : undefined;
   }
 
@@ -88,7 +91,7 @@ export class KeyStore {
     const rows = statement(
       this.db,
       'SELECT public_jwk FROM signing_keys WHERE retired_at IS NULL OR retired_at > ? ORDER BY retired_at IS NULL DESC, rowid DESC',
-    ).all(this.now() - this.retentionSeconds) as { public_jwk: string }[];
+    ).all(epochSeconds(this.clock) - this.retentionSeconds) as { public_jwk: string }[];
     return rows.map((r) => JSON.parse(r.public_jwk) as JWK);
   }
 

@@ -6,6 +6,7 @@ import {
   isUtf8Body,
   randomToken,
   reserveEach,
+  reserveForAddress,
   sha256Base64Url,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -156,10 +157,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     request: FastifyRequest,
     reply: FastifyReply,
   ): Promise<FastifyReply | undefined> {
-    const decision = await reserveEach([
-      [perIp, request.ip],
-      [perNetwork, clientNetwork(request.ip)],
-    ]);
+    const decision = await reserveForAddress(request.ip, perIp, perNetwork);
     if (decision.allowed) return undefined;
     reply.header('retry-after', String(decision.retryAfterSeconds));
     return sendHtml(

@@ -1,11 +1,12 @@
 import {
   clientNetwork,
+  isJsonObject,
   MAX_REDIRECT_URIS,
-  oauthError,
+  OAuthError,
   oauthTooManyRequests,
   randomToken,
   redirectUriProblem,
-  reserveEach,
+  reserveForAddress,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { readClientDisplay } from '../client-metadata.js';
@@ -24,9 +25,7 @@ function readBody(request: FastifyRequest): Record<string, unknown> {
   } catch {
     return {};
   }
-  return body !== null && typeof body === 'object' && !Array.isArray(body)
-    ? (body as Record<string, unknown>)
-    : {};
+  return isJsonObject(body) ? body : {};
 }
 
 /**
@@ -73,11 +72,7 @@ export async function registerRegistrationRoute(
       done(null, body);
     });
     scope.post('/oauth/register', async (request, reply) => {
-      const network = clientNetwork(request.ip);
-      const decision = await reserveEach([
-        [perIp, request.ip],
-        [perNetwork, network],
-      ]);
+      const decision = await reserveForAddress(request.ip, perIp, perNetwork);
       if (!decision.allowed) {
         return oauthTooManyRequests(
           reply,
@@ -88,7 +83,7 @@ export async function registerRegistrationRoute(
       const body = readBody(request);
       const redirectUris = readRedirectUris(body);
       if (!redirectUris.ok) {
-        return oauthError(reply, 400, 'invalid_redirect_uri', redirectUris.problem);
+        throw new OAuthError('invalid_redirect_uri', redirectUris.problem);
       }
       const now = ctx.clock();
       const clientId = randomToken(32);
@@ -101,12 +96,10 @@ export async function registerRegistrationRoute(
           expiresAt: now + CLIENT_TTL_MS,
           ...display,
         },
-        { network, now, cap: ctx.limits.maxClients },
+        { network: clientNetwork(request.ip), now, cap: ctx.limits.maxClients },
       );
       if (!saved) {
-        return oauthError(
-          reply,
-          503,
+        throw new OAuthError(
           'temporarily_unavailable',
           'The server holds too many registered clients; try again later.',
         );

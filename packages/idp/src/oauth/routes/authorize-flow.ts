@@ -3,6 +3,7 @@ import {
   clientNetwork,
   FixedWindowThrottle,
   isRedirectUriAllowed,
+  McpIdentityError,
   OAuthError,
   type OAuthErrorCode,
   reserveAll,
@@ -19,11 +20,16 @@ export const CSRF_COOKIE = 'idp_csrf';
 
 export type AuthorizeParams = Record<string, string>;
 
-/** An authorize request that cannot go on; with a `code`, the client is told by redirect. */
-export class AuthorizeError extends Error {
+/**
+ * An authorize request that cannot go on; with a `redirectError` (the OAuth code), the client
+ * is told by redirect.
+ */
+export class AuthorizeError extends McpIdentityError {
+  readonly code = 'ERR_AUTHORIZE';
+
   constructor(
     message: string,
-    readonly code?: OAuthErrorCode,
+    readonly redirectError?: OAuthErrorCode,
   ) {
     super(message);
   }
@@ -158,9 +164,11 @@ export function createAuthorizeFlow(options: OAuthRouteOptions) {
    * (open redirects); later ones go back to the client (RFC 6749 §4.1.2.1).
    */
   const fail = (reply: FastifyReply, params: AuthorizeParams, error: AuthorizeError) => {
-    if (!error.code) return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
+    if (!error.redirectError) {
+      return setHtmlSecurityHeaders(reply.code(400)).send(errorPage(error.message));
+    }
     return redirectToClient(reply, params, {
-      error: error.code,
+      error: error.redirectError,
       error_description: error.message,
     });
   };

@@ -1,3 +1,4 @@
+import type { Clock } from '@mcp-identity/common';
 import type { TokenService } from '../../auth/tokens.js';
 import type { RoleStore } from '../../scim/roles.js';
 import type { UserStore } from '../../scim/users.js';
@@ -21,8 +22,8 @@ export type OAuthRouteOptions = {
   knownScopes: readonly string[];
   secureCookies: boolean;
   limits: OAuthLimits;
-  /** Milliseconds since the epoch (throttle windows). */
-  clock: () => number;
+  /** Throttle windows' clock. */
+  clock: Clock;
 };
 
 /**

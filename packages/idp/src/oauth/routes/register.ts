@@ -3,7 +3,7 @@ import {
   FixedWindowThrottle,
   oauthError,
   oauthTooManyRequests,
-  reserveAll,
+  reserveForAddress,
 } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
 import { MAX_REGISTRATION_BYTES, readClientMetadata } from '../registration.js';
@@ -25,12 +25,12 @@ export function registerRegistrationRoute(app: FastifyInstance, options: OAuthRo
     clock,
   });
   app.post('/oauth2/register', { bodyLimit: MAX_REGISTRATION_BYTES }, async (request, reply) => {
-    const network = clientNetwork(request.ip);
     // Counted before any work, so parallel requests cannot all slip under the limit.
-    const decision = reserveAll([
-      [registrationsPerIp, request.ip],
-      [registrationsPerNetwork, network],
-    ]);
+    const decision = await reserveForAddress(
+      request.ip,
+      registrationsPerIp,
+      registrationsPerNetwork,
+    );
     if (!decision.allowed) {
       return oauthTooManyRequests(
         reply,
@@ -57,7 +57,7 @@ export function registerRegistrationRoute(app: FastifyInstance, options: OAuthRo
       grantTypes: ['authorization_code', 'refresh_token'],
       scopes: intersect(requested, knownScopes),
       redirectUris: metadata.redirectUris,
-      registeredFrom: network,
+      registeredFrom: clientNetwork(request.ip),
     });
     return reply
       .code(201)

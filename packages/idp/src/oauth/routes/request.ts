@@ -1,3 +1,4 @@
+import { isJsonObject } from '@mcp-identity/common';
 import type { FastifyRequest } from 'fastify';
 import { failure } from './failures.js';
 
@@ -20,9 +21,7 @@ export function readJsonObject(request: FastifyRequest): Record<string, unknown>
   }
   try {
     const body = JSON.parse(typeof request.body === 'string' ? request.body : '') as unknown;
-    if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
-      return body as Record<string, unknown>;
-    }
+    if (isJsonObject(body)) return body;
   } catch {
     // answered below
   }
