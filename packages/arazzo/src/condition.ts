@@ -7,6 +7,7 @@
  * String comparisons are case-insensitive (Arazzo 1.0.1); numeric strings compare as numbers
  * against numbers; null only equals null.
  */
+import { McpIdentityError } from '@mcp-identity/common';
 import {
   type ExpressionScope,
   evaluateExpression,
@@ -17,7 +18,9 @@ import {
   type TemplatePart,
 } from './expression.js';
 
-export class ConditionSyntaxError extends Error {}
+export class ConditionSyntaxError extends McpIdentityError {
+  readonly code = 'ERR_ARAZZO_CONDITION_SYNTAX';
+}
 
 type ComparisonOp = '==' | '!=' | '<' | '<=' | '>' | '>=';
 

@@ -1,3 +1,5 @@
+import { McpIdentityError } from '@mcp-identity/common';
+
 export interface ArazzoProblem {
   /** absolute path or URL of the document the problem is in */
   file: string;
@@ -11,7 +13,8 @@ export function formatProblem(problem: ArazzoProblem): string {
 }
 
 /** Loading or validation found problems; `problems` lists every one of them. */
-export class ArazzoValidationError extends Error {
+export class ArazzoValidationError extends McpIdentityError {
+  readonly code = 'ERR_ARAZZO_INVALID';
   readonly problems: ArazzoProblem[];
 
   constructor(problems: ArazzoProblem[]) {
@@ -19,7 +22,6 @@ export class ArazzoValidationError extends Error {
     super(
       `invalid Arazzo description (${count}):\n${problems.map((p) => `  ${formatProblem(p)}`).join('\n')}`,
     );
-    this.name = 'ArazzoValidationError';
     this.problems = problems;
   }
 }

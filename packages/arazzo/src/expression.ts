@@ -2,10 +2,12 @@
  * Arazzo 1.0.1 runtime expressions (the ABNF of the standard's "Runtime Expressions" section):
  * parsing into a small AST, evaluation against a scope, and `{$expr}` embedding in strings.
  */
-import { boundedMemo, weakMemo } from '@mcp-identity/common';
+import { boundedMemo, McpIdentityError, weakMemo } from '@mcp-identity/common';
 import { getByPointer, JsonPointerError, parsePointer } from './json-pointer.js';
 
-export class ExpressionSyntaxError extends Error {}
+export class ExpressionSyntaxError extends McpIdentityError {
+  readonly code = 'ERR_ARAZZO_EXPRESSION_SYNTAX';
+}
 
 export type ComponentKind = 'inputs' | 'parameters' | 'successActions' | 'failureActions';
 

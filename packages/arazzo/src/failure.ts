@@ -3,6 +3,7 @@
  * anything at the API: typed, so that a caller (the MCP tools) tells failures apart without
  * reading their messages.
  */
+import { McpIdentityError } from '@mcp-identity/common';
 
 /** What failed (the package README, *Failures*, lists each kind). */
 export type FailureKind =
@@ -37,7 +38,9 @@ export interface RunFailure {
 }
 
 /** A failure of a run that carries its kind, so callers need not parse the message. */
-export class RunFailureError extends Error {
+export class RunFailureError extends McpIdentityError {
+  readonly code: string = 'ERR_ARAZZO_RUN_FAILURE';
+
   constructor(
     message: string,
     readonly kind: FailureKind,

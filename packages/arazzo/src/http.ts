@@ -39,6 +39,8 @@ export interface HttpResponse {
  * connection is known not to have reached the server; `status` when an answer had begun.
  */
 export class HttpError extends RunFailureError {
+  override readonly code = 'ERR_ARAZZO_HTTP';
+
   constructor(
     message: string,
     kind: Extract<FailureKind, 'connection' | 'timeout' | 'bad-response' | 'workflow'>,

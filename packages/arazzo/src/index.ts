@@ -3,6 +3,7 @@
  * 3.0/3.1 operations. Knows nothing of MCP.
  */
 
+import { InvalidArgumentError } from '@mcp-identity/common';
 import type { JsonSchema } from './json-schema.js';
 import { inputsSchema, type LoadOptions, loadModel } from './loader.js';
 import { type ArazzoModel, resolveStepTarget } from './model.js';
@@ -104,6 +105,7 @@ export async function loadArazzo(location: string, options?: LoadOptions): Promi
 /** A runner for a loaded document; runs are independent and may be concurrent. */
 export function createRunner(loaded: LoadedArazzo, options?: RunnerOptions): Runner {
   const model = models.get(loaded);
-  if (!model) throw new TypeError('createRunner needs the object returned by loadArazzo');
+  if (!model)
+    throw new InvalidArgumentError('createRunner needs the object returned by loadArazzo');
   return new WorkflowRunner(model, options);
 }

@@ -1,7 +1,9 @@
 /** RFC 6901 JSON Pointer helpers. */
-import { boundedMemo } from '@mcp-identity/common';
+import { boundedMemo, McpIdentityError } from '@mcp-identity/common';
 
-export class JsonPointerError extends Error {}
+export class JsonPointerError extends McpIdentityError {
+  readonly code = 'ERR_JSON_POINTER';
+}
 
 export function parsePointer(pointer: string): string[] {
   if (pointer === '') return [];

@@ -1,7 +1,9 @@
 /** Loading an Arazzo document and its OpenAPI source descriptions, then validating them. */
+
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { UnexpectedResponseError } from '@mcp-identity/common';
 import { parseDocument } from 'yaml';
 import { type ArazzoProblem, ArazzoValidationError } from './errors.js';
 import {
@@ -47,7 +49,8 @@ async function readText(location: string, http: HttpClient): Promise<string> {
     url: location,
     headers: { accept: 'application/yaml, application/json, text/yaml, */*' },
   });
-  if (response.status !== 200) throw new Error(`GET answered HTTP ${response.status}`);
+  if (response.status !== 200)
+    throw new UnexpectedResponseError(`GET answered HTTP ${response.status}`);
   return response.body.toString('utf8');
 }
 

@@ -1,5 +1,6 @@
 /** The loaded, validated Arazzo document with its sources, and lookups shared by the
  * validator and the runner. */
+import { InternalError } from '@mcp-identity/common';
 import { parseExpression } from './expression.js';
 import type { OpenApiSource, Operation } from './openapi.js';
 import {
@@ -176,7 +177,7 @@ export function resolveParameters(
   return (list ?? []).map((item) => {
     if (!isReusable(item)) return item;
     const component = resolveReusable<ParameterObject>(model, item, 'parameters');
-    if (typeof component === 'string') throw new Error(component);
+    if (typeof component === 'string') throw new InternalError(component);
     return 'value' in item ? { ...component, value: item.value } : component;
   });
 }
@@ -191,7 +192,7 @@ export function effectiveActions(
   const resolve = (item: ActionObject | ReusableObject): ActionObject => {
     if (!isReusable(item)) return item;
     const component = resolveReusable<ActionObject>(model, item, kind);
-    if (typeof component === 'string') throw new Error(component);
+    if (typeof component === 'string') throw new InternalError(component);
     return component;
   };
   const own = (stepActions ?? []).map(resolve);

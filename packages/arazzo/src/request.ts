@@ -1,4 +1,5 @@
 /** Turning an operation step (parameters, request body, server, credentials) into a request. */
+import { McpIdentityError } from '@mcp-identity/common';
 import {
   type CompiledValue,
   compileValue,
@@ -17,7 +18,9 @@ import type { AppliedCredentials } from './security.js';
 import type { ParameterObject, RequestBodyObject, StepObject, WorkflowObject } from './types.js';
 
 /** A step's request cannot be built (missing path value, bad replacement target, ...). */
-export class RequestBuildError extends Error {}
+export class RequestBuildError extends McpIdentityError {
+  readonly code = 'ERR_ARAZZO_REQUEST_BUILD';
+}
 
 /**
  * `encodeURIComponent`, with each lone surrogate (not a Unicode scalar value: UTF-8 cannot

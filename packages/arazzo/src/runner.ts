@@ -1,5 +1,5 @@
 /** Executing workflows: steps, actions, retries, nested workflows, dependsOn and outputs. */
-import { weakMemo } from '@mcp-identity/common';
+import { InternalError, weakMemo } from '@mcp-identity/common';
 import { allPass } from './criteria.js';
 import {
   type ExpressionScope,
@@ -91,6 +91,8 @@ export interface Runner {
 
 /** A step produced no usable result: the run ends with kind 'error'. */
 class StepError extends RunFailureError {
+  override readonly code = 'ERR_ARAZZO_STEP';
+
   constructor(
     readonly stepId: string,
     message: string,
@@ -339,7 +341,9 @@ export class WorkflowRunner implements Runner {
     state: RunState,
     depth: number,
   ): Promise<WorkflowResult> {
-    if (depth > MAX_NESTING) throw new Error(`workflows nest deeper than ${MAX_NESTING} levels`);
+    if (depth > MAX_NESTING) {
+      throw new RunFailureError(`workflows nest deeper than ${MAX_NESTING} levels`, 'workflow');
+    }
     const inputs = this.withDefaults(workflow, given);
     const failedDependency = await this.runDependencies(workflow, inputs, state, depth);
     if (failedDependency) return failedDependency;
@@ -534,7 +538,7 @@ export class WorkflowRunner implements Runner {
         const success = !result.failedStep && allPass(step.successCriteria, scope);
         outcome = { success, scope, statusCode: result.failedStep?.statusCode };
       } else {
-        throw new Error(target.problem);
+        throw new InternalError(target.problem);
       }
     } catch (error) {
       throw new StepError(

@@ -4,12 +4,10 @@
  * request, and applying credentials to a request.
  */
 import { createHash } from 'node:crypto';
-import { boundedMemo, weakMemo } from '@mcp-identity/common';
+import { boundedMemo, type JsonObject, weakMemo } from '@mcp-identity/common';
 import { RunFailureError } from './failure.js';
 import { describeAnswer, describeUrl, type HttpClient } from './http.js';
 import type { OpenApiSource, Operation } from './openapi.js';
-
-type Json = Record<string, unknown>;
 
 const SKIP_WORDS = new Set(['the', 'a', 'an', 'openapi', 'api', 'swagger']);
 
@@ -44,13 +42,17 @@ export interface SchemeCredentials {
   env: string[];
 }
 
-function clientCredentialsFlow(scheme: Json): Json | undefined {
-  const flows = scheme.flows as Json | undefined;
-  const flow = flows?.clientCredentials as Json | undefined;
+function clientCredentialsFlow(scheme: JsonObject): JsonObject | undefined {
+  const flows = scheme.flows as JsonObject | undefined;
+  const flow = flows?.clientCredentials as JsonObject | undefined;
   return flow && typeof flow.tokenUrl === 'string' && flow.tokenUrl !== '' ? flow : undefined;
 }
 
-export function schemeEnvNames(source: OpenApiSource, schemeName: string, scheme: Json): string[] {
+export function schemeEnvNames(
+  source: OpenApiSource,
+  schemeName: string,
+  scheme: JsonObject,
+): string[] {
   const base = envBase(source.title, schemeName);
   switch (scheme.type) {
     case 'apiKey':
@@ -80,6 +82,8 @@ export interface AppliedCredentials {
 
 /** A token request failed: the run ends with this message, before the API request is sent. */
 export class TokenError extends RunFailureError {
+  override readonly code = 'ERR_ARAZZO_TOKEN';
+
   constructor(message: string) {
     super(message, 'token');
   }
@@ -122,11 +126,11 @@ const secretDigest = boundedMemo(64, (secret) => createHash('sha256').update(sec
 /** One scheme of a security requirement, with what the document alone decides about it. */
 interface RequiredScheme {
   name: string;
-  scheme: Json | undefined;
+  scheme: JsonObject | undefined;
   /** the environment variables it reads (schemeEnvNames) */
   env: string[];
   /** the OAuth2 client-credentials flow, when the scheme has one */
-  flow: Json | undefined;
+  flow: JsonObject | undefined;
   /** the scopes sorted, as the token cache keys them */
   scopeKey: string;
   /** the token request's form body */
@@ -160,7 +164,7 @@ const securityAlternatives = weakMemo((op: Operation): RequiredScheme[][] =>
 );
 
 /** `tokenUrl` made absolute: a relative one is resolved against the server URL, as OpenAPI says. */
-function tokenUrlOf(required: RequiredScheme, flow: Json, baseUrl: string): string {
+function tokenUrlOf(required: RequiredScheme, flow: JsonObject, baseUrl: string): string {
   let url = required.tokenUrls.get(baseUrl);
   if (url === undefined) {
     url = new URL(String(flow.tokenUrl), baseUrl).href;
@@ -333,9 +337,9 @@ export class RunCredentials {
     const text = response.body.toString('utf8');
     if (response.status < 200 || response.status > 299)
       throw new TokenError(`${what()}: ${describeAnswer(response.status, text)}`);
-    let body: Json;
+    let body: JsonObject;
     try {
-      body = JSON.parse(text) as Json;
+      body = JSON.parse(text) as JsonObject;
     } catch {
       throw new TokenError(`${what()}: the answer is not JSON`);
     }

@@ -9,6 +9,7 @@ import {
   isJsonObject,
   type LoadedConfig,
   loadConfig,
+  NotFoundError,
   renderConfigHelp,
 } from '@mcp-identity/common';
 import type { Agent } from 'undici';
@@ -352,7 +353,9 @@ function runningStack(dataDir: string): StackState {
   const state = readRunningStack(dataDir);
   if (state) return state;
   const flag = dataDir === defaultDataDir() ? '' : ` --data-dir ${dataDir}`;
-  throw new Error(`No stack is running from ${dataDir}: start one with "mcp-identity up${flag}".`);
+  throw new NotFoundError(
+    `No stack is running from ${dataDir}: start one with "mcp-identity up${flag}".`,
+  );
 }
 
 /**
@@ -368,7 +371,7 @@ function helperStack(config: ReturnType<typeof loadConfig<typeof STACK>>): {
   const layout = stackLayout(dataDir, portsOf(config, runningStack(dataDir).ports));
   const secrets = readStackSecrets(dataDir);
   if (!isStackSecrets(secrets)) {
-    throw new Error(`No stack credentials in ${dataDir}: run "mcp-identity up" first.`);
+    throw new NotFoundError(`No stack credentials in ${dataDir}: run "mcp-identity up" first.`);
   }
   return { layout, secrets };
 }

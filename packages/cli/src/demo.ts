@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createRunner, loadArazzo } from '@mcp-identity/arazzo';
+import { NotFoundError } from '@mcp-identity/common';
 import { areaALoginAndCall } from './stack/area-a-flow.js';
 import {
   callToolThroughGateway,
@@ -65,7 +66,7 @@ export async function runDemo(layout: StackLayout, secrets: StackSecrets): Promi
   const groupId = groups?.groups?.find((g) => g.displayName === 'engineering')?.id;
   const roleId = roles?.roles?.find((r) => r.displayName === 'helpdesk')?.id;
   if (!aliceId || !groupId || !roleId) {
-    throw new Error(
+    throw new NotFoundError(
       'the sample user alice, group engineering or role helpdesk is missing: was the stack bootstrapped?',
     );
   }

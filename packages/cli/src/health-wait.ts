@@ -1,3 +1,4 @@
+import { StartupError } from '@mcp-identity/common';
 import { Agent } from 'undici';
 import { checkHealth } from './health-check.js';
 
@@ -28,7 +29,9 @@ export async function waitForHealthy(url: string, options: HealthWaitOptions): P
       await new Promise((resolve) => setTimeout(resolve, delay));
       delay = Math.min(delay * 2, 500);
     }
-    throw new Error(`${url} not healthy after ${options.timeoutMs / 1000} s (${lastProblem})`);
+    throw new StartupError(
+      `${url} not healthy after ${options.timeoutMs / 1000} s (${lastProblem})`,
+    );
   } finally {
     await dispatcher.close();
   }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { StartupError } from '@mcp-identity/common';
 import {
   type HealthFailure,
   type HealthPolicy,
@@ -232,7 +233,7 @@ class ManagedService implements RunningService {
       const why = early.signal.aborted
         ? `the process exited with code ${await exited}`
         : (error as Error).message;
-      throw new Error(`${spec.name} did not start: ${why}\n${tailOf(spec.logFile)}`);
+      throw new StartupError(`${spec.name} did not start: ${why}\n${tailOf(spec.logFile)}`);
     }
     this.readySince = Date.now();
     this.startFailures = 0;

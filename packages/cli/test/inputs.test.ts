@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readStackSecrets } from '../src/stack/secrets.js';
+import { readStackSecrets, StackSecretsError } from '../src/stack/secrets.js';
 import { runCli } from './support/cli-process.js';
 
 describe('inputs checked against their shape', () => {
@@ -25,7 +25,7 @@ describe('inputs checked against their shape', () => {
       }),
     );
     expect(() => readStackSecrets(dataDir)).toThrow(
-      new Error(
+      new StackSecretsError(
         `Cannot read ${join(dataDir, 'stack-secrets.json')}: its content is invalid:\n` +
           '  /clientApp/clientSecret: must be string\n' +
           '  /gatewayAdmin: must be object',

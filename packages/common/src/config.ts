@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
+import { McpIdentityError } from './errors.js';
 import { type CompiledSchema, compileTyped, isJsonObject } from './schema.js';
 
 /** The schema of each field type: a field's value type is derived from it. */
@@ -63,13 +64,13 @@ export interface ConfigProblem {
 }
 
 /** Start-up configuration is invalid; the process should exit with `exitCode`. */
-export class ConfigError extends Error {
+export class ConfigError extends McpIdentityError {
+  readonly code = 'ERR_CONFIG';
   readonly exitCode = 2;
   constructor(readonly problems: ConfigProblem[]) {
     super(
       `Invalid configuration:\n${problems.map((p) => `  - ${p.key} (${p.source}): ${p.message}`).join('\n')}`,
     );
-    this.name = 'ConfigError';
   }
 }
 

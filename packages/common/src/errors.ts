@@ -1,6 +1,52 @@
 import type { FastifyReply } from 'fastify';
 
 /**
+ * The base of every error the repository's code throws. `code` is stable and machine-readable
+ * (`ERR_*`, or the protocol's own vocabulary where the error carries one, as `OAuthError`'s
+ * RFC 6749 codes): callers branch on it or on the class, never on the message, which is for
+ * people. `name` is the subclass's name; `cause` is the standard `ErrorOptions` one. The shape
+ * of jose's `JOSEError` and node-oidc-provider's `OIDCProviderError`.
+ */
+export abstract class McpIdentityError extends Error {
+  abstract readonly code: string;
+
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A broken invariant: a state the code's own construction should have ruled out. */
+export class InternalError extends McpIdentityError {
+  readonly code = 'ERR_INTERNAL';
+}
+
+/** A function or constructor was given an argument it cannot take (a programmer error). */
+export class InvalidArgumentError extends McpIdentityError {
+  readonly code = 'ERR_INVALID_ARGUMENT';
+}
+
+/** A service this process depends on (a database, Redis, a key set) cannot be reached. */
+export class UnavailableError extends McpIdentityError {
+  readonly code: string = 'ERR_UNAVAILABLE';
+}
+
+/** A service answered, but not with what this client can use (a status, a body). */
+export class UnexpectedResponseError extends McpIdentityError {
+  readonly code = 'ERR_UNEXPECTED_RESPONSE';
+}
+
+/** A process or service did not become ready (exited, timed out, never answered healthy). */
+export class StartupError extends McpIdentityError {
+  readonly code = 'ERR_STARTUP';
+}
+
+/** Something named by the caller (a file, a stack, an application, a resource) does not exist. */
+export class NotFoundError extends McpIdentityError {
+  readonly code: string = 'ERR_NOT_FOUND';
+}
+
+/**
  * The OAuth error codes our servers send: RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009
  * §2.2.1, RFC 7591 §3.2.2 and RFC 8707 §2, plus `too_many_requests` for throttled requests.
  */
@@ -23,7 +69,11 @@ export type OAuthErrorCode =
   | 'invalid_target'
   | 'too_many_requests';
 
-/** The status each code is answered with unless the caller says otherwise (RFC 6749 §5.2, RFC 6750 §3.1). */
+/**
+ * The status each code is answered with unless the caller says otherwise (RFC 6749 §5.2, RFC
+ * 6750 §3.1): the one table of both authorization servers (Area A's `oauth` and the IdP), which
+ * refuse with an `OAuthError` answered by `sendOAuthError`, each with its own texts.
+ */
 const DEFAULT_STATUS: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,
   invalid_token: 401,
@@ -42,7 +92,7 @@ export function oauthErrorStatus(code: OAuthErrorCode): number {
  * handler with `oauthError`. `basicChallenge` adds `WWW-Authenticate: Basic` to a 401
  * invalid_client when the client tried HTTP Basic (RFC 6749 §5.2).
  */
-export class OAuthError extends Error {
+export class OAuthError extends McpIdentityError {
   readonly status: number;
   readonly basicChallenge: boolean;
 
@@ -52,7 +102,6 @@ export class OAuthError extends Error {
     options: { status?: number; basicChallenge?: boolean } = {},
   ) {
     super(description);
-    this.name = 'OAuthError';
     this.status = options.status ?? oauthErrorStatus(code);
     this.basicChallenge = options.basicChallenge ?? false;
   }
@@ -72,6 +121,15 @@ export function oauthError(
     .header('cache-control', 'no-store')
     .header('content-type', 'application/json; charset=utf-8')
     .send(body);
+}
+
+/**
+ * Answers a refusal thrown as an `OAuthError`: its status (from the table above unless it was
+ * given one), its body, and for `basicChallenge` the `Basic` challenge (RFC 6749 §5.2, RFC 7617).
+ */
+export function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
+  if (error.basicChallenge) reply.header('www-authenticate', 'Basic realm="oauth2"');
+  return oauthError(reply, error.status, error.code, error.description);
 }
 
 /** A throttled OAuth request: 429 with `Retry-After` (RFC 6585 §4, RFC 9110 §10.2.3). */

@@ -1,4 +1,5 @@
 /** The bounds of a `FairPool`: entries at once, and per network and per client among them. */
+import { InvalidArgumentError } from './errors.js';
 export type FairPoolLimits = { cap: number; perNetwork: number; perClient: number };
 
 /**
@@ -73,7 +74,7 @@ export class FairPool {
   constructor(limits: FairPoolLimits) {
     for (const [name, value] of Object.entries(limits)) {
       if (!Number.isSafeInteger(value) || value <= 0) {
-        throw new TypeError(`FairPool: ${name} must be a positive integer`);
+        throw new InvalidArgumentError(`FairPool: ${name} must be a positive integer`);
       }
     }
     this.#limits = { ...limits };

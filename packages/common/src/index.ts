@@ -7,8 +7,10 @@ export {
 } from './app.js';
 export { AUTHORIZATION_REQUEST_PARAMETERS } from './authorization-request.js';
 export { batchedStdout, exitOnceLogged } from './batched-stdout.js';
+export { type BearerChallengeParams, bearerChallenge } from './bearer-challenge.js';
 export { declaredCharset, isUtf8Body } from './charset.js';
 export { clientNetwork, IPV4_NETWORK_PREFIX, IPV6_NETWORK_PREFIX } from './client-address.js';
+export { type Clock, epochSeconds, systemClock } from './clock.js';
 export {
   ConfigError,
   type ConfigProblem,
@@ -26,10 +28,14 @@ export {
 } from './config.js';
 export {
   gatewayError,
+  InternalError,
+  InvalidArgumentError,
   JSON_RPC,
   type JsonRpcErrorResponse,
   type JsonRpcId,
   jsonRpcError,
+  McpIdentityError,
+  NotFoundError,
   OAuthError,
   type OAuthErrorCode,
   oauthError,
@@ -37,8 +43,12 @@ export {
   oauthTooManyRequests,
   SCIM_ERROR_SCHEMA,
   type ScimErrorBody,
+  StartupError,
   scimError,
   scimErrorBody,
+  sendOAuthError,
+  UnavailableError,
+  UnexpectedResponseError,
 } from './errors.js';
 export { FairPool, type FairPoolLimits } from './fair-pool.js';
 export { type HealthOptions, registerHealthRoutes } from './health.js';
@@ -50,6 +60,16 @@ export {
   basicCredentials,
   bearerToken,
 } from './http-auth.js';
+export {
+  checkJwtClaims,
+  type JwtClaimRules,
+  type JwtFailure,
+  type JwtKeyResolver,
+  type JwtVerification,
+  type JwtVerificationKey,
+  type JwtVerifyOptions,
+  verifyJwt,
+} from './jwt-verify.js';
 export { createLogger, type Logger, type LoggerSettings, recordLineWriter } from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export { addBounded, boundedMemo, weakMemo } from './memo.js';
@@ -60,7 +80,7 @@ export {
   counterChildren,
   createMetricsRegistry,
   DURATION_BUCKETS,
-  formField,
+  grantTypeLabel,
   HistogramSeries,
   type HttpRequestRecorder,
   httpRequestMetrics,
@@ -97,6 +117,7 @@ export {
   isDatabaseUnavailable,
   migrateSchema,
   type SchemaMigrations,
+  SchemaVersionError,
   type SqlPool,
   type SqlSession,
 } from './postgres.js';
@@ -112,6 +133,7 @@ export {
   type CompiledSchema,
   compileSchema,
   isJsonObject,
+  type JsonObject,
   keyPath,
   SchemaError,
   type SchemaIssue,
@@ -133,6 +155,7 @@ export {
   memoryThrottles,
   reserveAll,
   reserveEach,
+  reserveForAddress,
   type Throttle,
   type ThrottleDecision,
   type ThrottleFactory,

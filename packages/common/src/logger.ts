@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { type Logger, type LoggerOptions, pino } from 'pino';
+import { InvalidArgumentError } from './errors.js';
 import { redactDeep, redactUrl } from './redact.js';
 
 export type { Logger } from 'pino';
@@ -105,7 +106,9 @@ export function recordLineWriter<T extends object>(
     stringifiers[symbols.wildcardFirstSym] ||
     stream[symbols.needsMetadataGsym] === true
   ) {
-    throw new Error(`recordLineWriter cannot reproduce this logger's lines for '${key}'`);
+    throw new InvalidArgumentError(
+      `recordLineWriter cannot reproduce this logger's lines for '${key}'`,
+    );
   }
   const level = logger.levels.values.info as number;
   const head = (internals[symbols.lsCacheSym] as Record<number, string>)[level] as string;

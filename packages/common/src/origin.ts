@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { InvalidArgumentError } from './errors.js';
 
 /**
  * Origin validation against DNS rebinding (MCP transports, "Security Warning": servers must
@@ -51,7 +52,7 @@ function originSet(values: readonly string[], option: string): Set<string> {
   for (const value of values) {
     const normalized = normalizeOrigin(value);
     if (normalized === undefined) {
-      throw new TypeError(
+      throw new InvalidArgumentError(
         `${option}: ${JSON.stringify(value)} is not an http(s) origin such as https://app.example.com`,
       );
     }

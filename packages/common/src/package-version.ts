@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { InternalError } from './errors.js';
 
 /**
  * The version of the package holding a module (pass its `import.meta.url`): the `version` of the
@@ -8,6 +9,6 @@ export function packageVersion(moduleUrl: string | URL): string {
   for (let folder = new URL('./', moduleUrl); ; folder = new URL('../', folder)) {
     const manifest = new URL('package.json', folder);
     if (existsSync(manifest)) return String(JSON.parse(readFileSync(manifest, 'utf8')).version);
-    if (folder.pathname === '/') throw new Error(`no package.json above ${moduleUrl}`);
+    if (folder.pathname === '/') throw new InternalError(`no package.json above ${moduleUrl}`);
   }
 }

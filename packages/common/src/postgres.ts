@@ -1,3 +1,5 @@
+import { McpIdentityError } from './errors.js';
+
 /** The part of a `pg` client (one session) that `migrateSchema` uses. */
 export interface SqlSession {
   query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
@@ -18,6 +20,11 @@ export interface SchemaMigrations {
   /** Named in the error when the database is newer than this program. */
   component: string;
   onMigrated?: (version: number) => void;
+}
+
+/** The database was migrated by a newer release than this one: it is not downgraded. */
+export class SchemaVersionError extends McpIdentityError {
+  readonly code = 'ERR_SCHEMA_VERSION';
 }
 
 /**
@@ -47,7 +54,7 @@ async function migrateSession(session: SqlSession, schema: SchemaMigrations): Pr
     );
     const applied = Number(rows[0]?.version ?? 0);
     if (applied > schema.migrations.length) {
-      throw new Error(
+      throw new SchemaVersionError(
         `the database schema is at version ${applied}, newer than this ${schema.component}'s ${schema.migrations.length}; upgrade the ${schema.component}`,
       );
     }

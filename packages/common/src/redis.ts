@@ -1,12 +1,13 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
+import { UnavailableError } from './errors.js';
 
 /** Redis cannot be reached: the endpoints answer 503 rather than guess (or fail open). */
-export class StateUnavailableError extends Error {
+export class StateUnavailableError extends UnavailableError {
+  override readonly code = 'ERR_STATE_UNAVAILABLE';
   readonly statusCode = 503;
   constructor(cause: unknown) {
     super('the shared state store is unavailable', { cause });
-    this.name = 'StateUnavailableError';
   }
 }
 

@@ -2,6 +2,7 @@ import { createPrivateKey, KeyObject, webcrypto, X509Certificate } from 'node:cr
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as x509 from '@peculiar/x509';
+import { NotFoundError } from './errors.js';
 import { randomToken } from './secrets.js';
 
 export interface TlsMaterial {
@@ -237,6 +238,6 @@ async function readPem(path: string, what: string): Promise<string> {
     return await readFile(path, 'utf8');
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new Error(`Cannot read TLS ${what} at ${path} (${reason})`);
+    throw new NotFoundError(`Cannot read TLS ${what} at ${path} (${reason})`);
   }
 }

@@ -8,6 +8,7 @@ import {
   type ThrottleDecision,
   type ThrottleFactory,
   type ThrottleSpec,
+  UnavailableError,
 } from '@mcp-identity/common';
 import type { GatewayConfig } from './config.js';
 
@@ -142,9 +143,12 @@ export async function openRateLimitCounters(
     await redis.ready();
   } catch (error) {
     redis.close();
-    throw new Error(`cannot reach the rate-limit store (Redis at ${new URL(url).host})`, {
-      cause: error,
-    });
+    throw new UnavailableError(
+      `cannot reach the rate-limit store (Redis at ${new URL(url).host})`,
+      {
+        cause: error,
+      },
+    );
   }
   return redis;
 }

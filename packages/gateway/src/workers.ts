@@ -5,6 +5,7 @@ import {
   ensureSelfSignedCertificate,
   exitOnceLogged,
   type Logger,
+  StartupError,
   startServer,
 } from '@mcp-identity/common';
 import { createControlPlane } from './control-plane/control-plane.js';
@@ -217,7 +218,9 @@ async function runPrimary(options: GatewayOptions, count: number): Promise<void>
     if (stopping) return;
     // A worker that cannot start would fail again: only replace workers that were serving.
     if (!started) {
-      startup.reject(new Error(`a gateway worker exited with ${signal ?? code} while starting`));
+      startup.reject(
+        new StartupError(`a gateway worker exited with ${signal ?? code} while starting`),
+      );
       return;
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'gateway worker died; replacing it');

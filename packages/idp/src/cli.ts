@@ -1,4 +1,4 @@
-import { defineConfig, loadConfig, renderConfigHelp } from '@mcp-identity/common';
+import { defineConfig, loadConfig, NotFoundError, renderConfigHelp } from '@mcp-identity/common';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { openIdpData, startIdp } from './server.js';
 import type { GrantType } from './store/apps.js';
@@ -199,7 +199,7 @@ async function apps(sub: string, args: readonly string[]): Promise<number> {
       }
       if (sub === 'delete') {
         if (!data.apps.delete(clientId))
-          throw new Error(`No application with client id ${clientId}`);
+          throw new NotFoundError(`No application with client id ${clientId}`);
         print({ deleted: clientId });
       } else {
         print({ clientId, clientSecret: await data.apps.rotateSecret(clientId) });
@@ -249,7 +249,8 @@ async function resources(sub: string, args: readonly string[]): Promise<number> 
         process.stderr.write('Usage: mcp-identity-idp resources delete <identifier>\n');
         return 2;
       }
-      if (!data.resources.delete(identifier)) throw new Error(`No API resource ${identifier}`);
+      if (!data.resources.delete(identifier))
+        throw new NotFoundError(`No API resource ${identifier}`);
       print({ deleted: identifier });
       return 0;
     });

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '@mcp-identity/common';
 import type { FastifyRequest } from 'fastify';
 import { BadRequestError } from './errors.js';
 
@@ -25,20 +26,21 @@ export function normalizePublicUrl(publicUrl: string): string {
   try {
     url = new URL(publicUrl);
   } catch {
-    throw new TypeError(`publicUrl is not a URL: ${publicUrl}`);
+    throw new InvalidArgumentError(`publicUrl is not a URL: ${publicUrl}`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new TypeError('publicUrl must be an http or https URL');
+    throw new InvalidArgumentError('publicUrl must be an http or https URL');
   }
   if (url.search || url.hash || url.username || url.password) {
-    throw new TypeError('publicUrl must not carry credentials, a query or a fragment');
+    throw new InvalidArgumentError('publicUrl must not carry credentials, a query or a fragment');
   }
   return withoutTrailingSlash(`${url.origin}${url.pathname}`);
 }
 
 export function normalizeBasePath(basePath: string | undefined): string {
   const value = withoutTrailingSlash(basePath ?? '');
-  if (value !== '' && !PATH_BASE.test(value)) throw new TypeError(`invalid path base: ${basePath}`);
+  if (value !== '' && !PATH_BASE.test(value))
+    throw new InvalidArgumentError(`invalid path base: ${basePath}`);
   return value;
 }
 

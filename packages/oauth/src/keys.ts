@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { InvalidArgumentError } from '@mcp-identity/common';
 import type { CryptoKey, JWK } from 'jose';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT } from 'jose';
 import type { Clock } from './clock.js';
@@ -72,7 +73,7 @@ export async function loadOrCreateSigningKey(
   }
   if (text !== undefined) {
     const parsed: unknown = JSON.parse(text);
-    if (!isKeyFile(parsed)) throw new Error(`${file} is not a signing key file`);
+    if (!isKeyFile(parsed)) throw new InvalidArgumentError(`${file} is not a signing key file`);
     return { ...(await importSigningKey(parsed.alg, parsed.privateJwk)), created: false };
   }
   const privateJwk = await generatePrivateJwk(alg);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { s256Challenge } from '@mcp-identity/common';
+import { s256Challenge, UnexpectedResponseError } from '@mcp-identity/common';
 
 /**
  * A client for programs that sign in to this authorization server without a
@@ -51,7 +51,9 @@ export async function submitLoginForm(
 ): Promise<URL> {
   const form = await fetch(authorizationUrl);
   if (form.status !== 200) {
-    throw new Error(`the authorization endpoint answered ${form.status}: ${await form.text()}`);
+    throw new UnexpectedResponseError(
+      `the authorization endpoint answered ${form.status}: ${await form.text()}`,
+    );
   }
   // The form posts back to the authorization endpoint itself.
   const endpoint = new URL(authorizationUrl);
@@ -63,10 +65,10 @@ export async function submitLoginForm(
   });
   const location = response.headers.get('location');
   if (response.status !== 302 && response.status !== 303) {
-    throw new Error(`the login was not accepted (HTTP ${response.status})`);
+    throw new UnexpectedResponseError(`the login was not accepted (HTTP ${response.status})`);
   }
   if (location === null)
-    throw new Error(`the login answered ${response.status} without a Location`);
+    throw new UnexpectedResponseError(`the login answered ${response.status} without a Location`);
   return new URL(location);
 }
 
@@ -77,11 +79,14 @@ async function postJson(
 ): Promise<Record<string, unknown>> {
   const response = await fetch(url, init);
   const text = await response.text();
-  if (!response.ok) throw new Error(`${what} answered ${response.status}: ${text}`);
+  if (!response.ok)
+    throw new UnexpectedResponseError(`${what} answered ${response.status}: ${text}`);
   try {
     return JSON.parse(text) as Record<string, unknown>;
   } catch {
-    throw new Error(`${what} answered ${response.status} with a body that is not JSON`);
+    throw new UnexpectedResponseError(
+      `${what} answered ${response.status} with a body that is not JSON`,
+    );
   }
 }
 
@@ -117,9 +122,11 @@ export async function obtainTokenWithLoginForm(
     scope: options.scope ?? 'mcp:tools',
   });
   const redirect = await submitLoginForm(`${baseUrl}/oauth/authorize?${query}`, credentials);
-  if (redirect.searchParams.get('state') !== state) throw new Error('the state came back changed');
+  if (redirect.searchParams.get('state') !== state)
+    throw new UnexpectedResponseError('the state came back changed');
   const code = redirect.searchParams.get('code');
-  if (code === null) throw new Error(`the redirect carries no code: ${redirect.searchParams}`);
+  if (code === null)
+    throw new UnexpectedResponseError(`the redirect carries no code: ${redirect.searchParams}`);
   const token = await postJson(
     `${baseUrl}/oauth/token`,
     {

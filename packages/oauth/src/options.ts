@@ -1,4 +1,4 @@
-import { memoryThrottles, type ThrottleFactory } from '@mcp-identity/common';
+import { InvalidArgumentError, memoryThrottles, type ThrottleFactory } from '@mcp-identity/common';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import type { OAuthStore } from './store.js';
@@ -154,25 +154,25 @@ export const TRANSACTION_TTL_MS = 10 * 60 * 1000;
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new TypeError(`${name} must be a positive integer`);
+    throw new InvalidArgumentError(`${name} must be a positive integer`);
   }
   return value;
 }
 
 function nonNegativeInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 0) {
-    throw new TypeError(`${name} must be a non-negative integer`);
+    throw new InvalidArgumentError(`${name} must be a non-negative integer`);
   }
   return value;
 }
 
 export function resolveOptions(options: OAuthServerOptions): ResolvedOptions {
-  if (typeof options.login !== 'function') throw new TypeError('login hook is required');
+  if (typeof options.login !== 'function') throw new InvalidArgumentError('login hook is required');
   if (typeof options.issueAccessToken !== 'function') {
-    throw new TypeError('issueAccessToken hook is required');
+    throw new InvalidArgumentError('issueAccessToken hook is required');
   }
   if (typeof options.checkSubject !== 'function') {
-    throw new TypeError('checkSubject hook is required');
+    throw new InvalidArgumentError('checkSubject hook is required');
   }
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   for (const [name, value] of Object.entries(limits)) positiveInteger(`limits.${name}`, value);

@@ -1,5 +1,5 @@
 import formbody from '@fastify/formbody';
-import { oauthError } from '@mcp-identity/common';
+import { OAuthError, oauthError, sendOAuthError } from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { ServerContext } from './context.js';
 import { renderErrorPage, sendHtml } from './html.js';
@@ -12,11 +12,14 @@ import { registerRegistrationRoute } from './routes/register.js';
 import { registerTokenRoute } from './routes/token.js';
 
 /**
- * Errors raised before a handler runs (unparsable bodies, unsupported content types) or by
- * a host hook: the client gets the error shape of the endpoint it called, never a stack.
+ * The routes' refusals (`OAuthError`s), errors raised before a handler runs (unparsable bodies,
+ * unsupported content types) or by a host hook: the client gets the error shape of the
+ * endpoint it called, never a stack.
  */
 function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // A refusal of a route (RFC 6749 §5.2), answered from the table both servers share.
+    if (error instanceof OAuthError) return sendOAuthError(reply, error);
     // A shared state store that cannot be reached (see RedisOAuthStore): retry later.
     if (error.statusCode === 503) {
       request.log.warn({ err: error.message }, 'oauth state unavailable');

@@ -1,8 +1,10 @@
 import {
+  InternalError,
   isDatabaseUnavailable,
   type Logger,
   migrateSchema,
   StateUnavailableError,
+  UnavailableError,
 } from '@mcp-identity/common';
 import {
   generatePrivateJwk,
@@ -80,7 +82,7 @@ export class PostgresAccountStore implements Accounts {
       });
     } catch (error) {
       await pool.end();
-      throw new Error(`cannot open the account database at ${whereIs(url)}`, {
+      throw new UnavailableError(`cannot open the account database at ${whereIs(url)}`, {
         cause: error,
       });
     }
@@ -205,7 +207,7 @@ export class PostgresAccountStore implements Accounts {
       'SELECT alg, private_jwk FROM arazzo_mcp_signing_key',
     );
     const stored = rows[0];
-    if (stored === undefined) throw new Error('the signing key was not stored');
+    if (stored === undefined) throw new InternalError('the signing key was not stored');
     return importSigningKey(stored.alg, JSON.parse(stored.private_jwk));
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashSecret, randomToken, verifySecret } from '@mcp-identity/common';
+import { hashSecret, McpIdentityError, randomToken, verifySecret } from '@mcp-identity/common';
 import Database from 'better-sqlite3';
 
 /** An end user of Area A's built-in login, who signs in with an e-mail address and a password. */
@@ -32,13 +32,12 @@ export interface Accounts {
 }
 
 /** A problem with an account request the caller can fix (exit 1 / HTTP 4xx, never a crash). */
-export class AccountError extends Error {
+export class AccountError extends McpIdentityError {
   constructor(
     message: string,
     readonly code: 'invalid_email' | 'invalid_password' | 'duplicate_email' | 'not_found',
   ) {
     super(message);
-    this.name = 'AccountError';
   }
 }
 

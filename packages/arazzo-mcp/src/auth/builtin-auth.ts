@@ -1,5 +1,10 @@
 import { join } from 'node:path';
-import { createCorsHook, createOriginPolicy, createRedisThrottles } from '@mcp-identity/common';
+import {
+  createCorsHook,
+  createOriginPolicy,
+  createRedisThrottles,
+  UnavailableError,
+} from '@mcp-identity/common';
 import {
   type Clock,
   createAccessTokenIssuer,
@@ -117,7 +122,9 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
     await store?.close();
     throttles?.close();
     const where = new URL(options.stateUrl as string).host;
-    throw new Error(`cannot reach the OAuth state store (Redis at ${where})`, { cause: error });
+    throw new UnavailableError(`cannot reach the OAuth state store (Redis at ${where})`, {
+      cause: error,
+    });
   }
   const issuerOptions = { publicUrl: options.publicUrl, trustProxy: options.trustProxy === true };
   const guard = createMcpGuard({

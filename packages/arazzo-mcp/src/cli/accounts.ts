@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '@mcp-identity/common';
 import { AccountStore, type Accounts, generatePassword } from '../auth/accounts.js';
 import { PostgresAccountStore } from '../auth/accounts-postgres.js';
 import type { AccountAction, AccountsOptions } from './command-line.js';
@@ -51,6 +52,6 @@ async function obtainPassword(
   io: CliIo,
 ): Promise<{ password: string; generated: boolean }> {
   if (!options.passwordStdin) return { password: generatePassword(), generated: true };
-  if (io.readStdin === undefined) throw new Error('standard input is not available');
+  if (io.readStdin === undefined) throw new InvalidArgumentError('standard input is not available');
   return { password: (await io.readStdin()).replace(/\r?\n$/, ''), generated: false };
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { UnexpectedResponseError } from '@mcp-identity/common';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -39,7 +40,7 @@ export async function clientCredentialsToken(
       // Reported below with the status; an IdP error page is not JSON.
     }
     if (!response.ok || typeof body.access_token !== 'string') {
-      throw new Error(
+      throw new UnexpectedResponseError(
         `token request refused (HTTP ${response.status}): ${body.error_description ?? body.error ?? 'no token'}`,
       );
     }
@@ -96,7 +97,7 @@ export async function callToolThroughGateway(
     return { kind: 'result', result };
   } catch (error) {
     if (refusal) return refusal;
-    throw new Error(saidOnce((error as Error).message), { cause: error });
+    throw new UnexpectedResponseError(saidOnce((error as Error).message), { cause: error });
   } finally {
     await client.close().catch(() => undefined);
     await dispatcher.close();

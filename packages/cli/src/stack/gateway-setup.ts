@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { hashSecret } from '@mcp-identity/common';
+import { hashSecret, UnexpectedResponseError } from '@mcp-identity/common';
 import { stringify as stringifyToml } from 'smol-toml';
 import { stringify as stringifyYaml } from 'yaml';
 import { gatewayRules } from './gateway-rules.js';
@@ -122,7 +122,9 @@ export async function deployScimProxy(
     existing.status === 200 ? ['PUT', `${base}/${PROXY_NAME}`, 200] : ['POST', base, 201];
   const response = await fetchNamingUrl(url, { method, headers, body });
   if (response.status !== expected) {
-    throw new Error(`${method} ${url} answered ${response.status}: ${await response.text()}`);
+    throw new UnexpectedResponseError(
+      `${method} ${url} answered ${response.status}: ${await response.text()}`,
+    );
   }
   await response.body?.cancel();
   return method === 'POST' ? 'created' : 'updated';

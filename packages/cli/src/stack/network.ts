@@ -1,3 +1,4 @@
+import { UnavailableError } from '@mcp-identity/common';
 import { fetch, type RequestInit, type Response } from 'undici';
 
 /**
@@ -8,7 +9,7 @@ export async function fetchNamingUrl(url: string, init?: RequestInit): Promise<R
   try {
     return await fetch(url, init);
   } catch (error) {
-    throw new Error(`cannot reach ${url}: ${describeFetchError(error)}`);
+    throw new UnavailableError(`cannot reach ${url}: ${describeFetchError(error)}`);
   }
 }
 

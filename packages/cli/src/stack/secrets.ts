@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compileSchema, randomToken } from '@mcp-identity/common';
+import { compileSchema, McpIdentityError, randomToken } from '@mcp-identity/common';
 import { type Static, Type } from '@sinclair/typebox';
 
 const clientCredentials = Type.Object({ clientId: Type.String(), clientSecret: Type.String() });
@@ -43,6 +43,11 @@ function generate(): StackSecrets {
   };
 }
 
+/** A stack credentials file that exists but cannot be read or does not hold what `up` writes. */
+export class StackSecretsError extends McpIdentityError {
+  readonly code = 'ERR_STACK_SECRETS';
+}
+
 /** The stack's credentials as stored, or undefined when no stack has started in `dataDir`. */
 export function readStackSecrets(dataDir: string): Partial<StackSecrets> | undefined {
   const path = join(dataDir, FILE);
@@ -50,7 +55,7 @@ export function readStackSecrets(dataDir: string): Partial<StackSecrets> | undef
     return STORED_SECRETS.parse(JSON.parse(readFileSync(path, 'utf8')), 'its content');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new Error(`Cannot read ${path}: ${(error as Error).message}`);
+    throw new StackSecretsError(`Cannot read ${path}: ${(error as Error).message}`);
   }
 }
 

@@ -1,7 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AccountError, AccountStore } from '@mcp-identity/arazzo-mcp';
-import { ensureCertificateAuthority, ensureSelfSignedCertificate } from '@mcp-identity/common';
+import {
+  ensureCertificateAuthority,
+  ensureSelfSignedCertificate,
+  StartupError,
+} from '@mcp-identity/common';
 import { stringify as stringifyYaml } from 'yaml';
 import type { HealthPolicy } from '../health-monitor.js';
 import type { Progress } from '../progress.js';
@@ -54,7 +58,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   const layout = stackLayout(options.dataDir, options.ports);
   const running = readRunningStack(layout.dataDir);
   if (running) {
-    throw new Error(
+    throw new StartupError(
       `A stack is already running from ${layout.dataDir} (supervisor pid ${running.supervisorPid}): "mcp-identity status" shows it, "mcp-identity down" stops it.`,
     );
   }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
+import { StartupError } from '../errors.js';
 import { describeRequiring } from './requires.js';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -89,7 +90,7 @@ export function describeBrowser(
       await launched?.close();
     });
     body(() => {
-      if (!launched) throw new Error('Chromium did not start');
+      if (!launched) throw new StartupError('Chromium did not start');
       return launched.context;
     });
   });

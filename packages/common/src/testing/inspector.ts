@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NotFoundError } from '../errors.js';
 import { onFreePort, startServiceProcess } from './service-process.js';
 
 // tools/inspector is a separate npm project (not a workspace), so MCP Inspector and the Node it
@@ -82,7 +83,7 @@ export interface TestInspector {
 export async function startInspector(options: InspectorOptions): Promise<TestInspector> {
   const inspector = installedPackage();
   const node = inspector && nodeFor(inspector);
-  if (!inspector || !node) throw new Error(inspectorMissing());
+  if (!inspector || !node) throw new NotFoundError(inspectorMissing());
   const home = mkdtempSync(join(tmpdir(), 'mcp-identity-inspector-'));
   // The backend refuses the UI's API calls without this token; the UI reads it from the URL.
   const token = randomBytes(32).toString('hex');

@@ -1,4 +1,5 @@
 import { Agent, type IncomingHttpHeaders, request } from 'node:http';
+import { InvalidArgumentError } from '../errors.js';
 
 /**
  * `count` loopback addresses for tests that need many clients: each in a /24 of its own
@@ -11,7 +12,7 @@ export function loopbackAddresses(
   options: { block?: number; sameNetwork?: boolean } = {},
 ): string[] {
   const block = options.block ?? 1;
-  if (options.sameNetwork && count > 254) throw new RangeError('a /24 holds 254 hosts');
+  if (options.sameNetwork && count > 254) throw new InvalidArgumentError('a /24 holds 254 hosts');
   return Array.from({ length: count }, (_, n) =>
     options.sameNetwork
       ? `127.${block}.0.${n + 1}`

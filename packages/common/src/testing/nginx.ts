@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import { findExecutable } from './executables.js';
 import { onFreePort, type ServiceProcess, startServiceProcess } from './service-process.js';
 
@@ -69,8 +70,9 @@ ${servers}
 /** nginx on an ephemeral loopback port as a round-robin HTTP load balancer, from a generated config. */
 export async function startLoadBalancer(options: LoadBalancerOptions): Promise<TestLoadBalancer> {
   const binary = findExecutable('nginx');
-  if (!binary) throw new Error(nginxMissing());
-  if (options.backends.length === 0) throw new Error('a load balancer needs backends');
+  if (!binary) throw new NotFoundError(nginxMissing());
+  if (options.backends.length === 0)
+    throw new InvalidArgumentError('a load balancer needs backends');
   const dir = mkdtempSync(join(tmpdir(), 'mcp-identity-nginx-'));
   mkdirSync(join(dir, 'temp'));
   let server: ServiceProcess | undefined;

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import { postgresBinDir } from './executables.js';
 import { onFreePort, type ServiceProcess, startServiceProcess } from './service-process.js';
 
@@ -56,9 +57,9 @@ export interface TestPostgres {
  */
 export async function startPostgres(): Promise<TestPostgres> {
   const bin = postgresBinDir();
-  if (!bin) throw new Error(postgresMissing());
+  if (!bin) throw new NotFoundError(postgresMissing());
   const owner = runningAsRoot() ? osUser(POSTGRES_OS_USER) : undefined;
-  if (runningAsRoot() && !owner) throw new Error(postgresMissing());
+  if (runningAsRoot() && !owner) throw new NotFoundError(postgresMissing());
   const root = mkdtempSync(join(tmpdir(), 'mcp-identity-pg-'));
   const dataDir = join(root, 'data');
   const socketDir = join(root, 'socket');
@@ -109,7 +110,8 @@ export async function startPostgres(): Promise<TestPostgres> {
     url,
     port,
     createDatabase(name) {
-      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
+      if (!/^[a-z_][a-z0-9_]*$/.test(name))
+        throw new InvalidArgumentError(`not a plain database name: ${name}`);
       execFileSync(
         join(bin, 'createdb'),
         ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', name],

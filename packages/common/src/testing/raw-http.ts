@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { UnavailableError } from '../errors.js';
 
 /**
  * Sends `request` byte for byte (latin1) on a new connection to `url`'s host and port, and
@@ -12,7 +13,7 @@ export function rawHttpStatus(url: string, request: string, timeoutMs = 10_000):
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);
     let answer = '';
-    socket.setTimeout(timeoutMs, () => socket.destroy(new Error('no answer')));
+    socket.setTimeout(timeoutMs, () => socket.destroy(new UnavailableError('no answer')));
     socket.on('data', (chunk: Buffer) => {
       answer += chunk.toString('latin1');
     });

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NotFoundError } from '../errors.js';
 import { findExecutable } from './executables.js';
 import { onFreePort, type ServiceProcess, startServiceProcess } from './service-process.js';
 
@@ -26,7 +27,7 @@ export interface TestRedis {
 /** A throwaway Redis on an ephemeral loopback port, without persistence. */
 export async function startRedis(): Promise<TestRedis> {
   const binary = findExecutable('redis-server');
-  if (!binary) throw new Error(redisMissing());
+  if (!binary) throw new NotFoundError(redisMissing());
   const dir = mkdtempSync(join(tmpdir(), 'mcp-identity-redis-'));
   let server: ServiceProcess | undefined;
   const launch = (port: number) =>

@@ -1,4 +1,5 @@
 import { describe, it } from 'vitest';
+import { NotFoundError } from '../errors.js';
 
 /**
  * A describe block that needs an installed tool. When `missing` explains what is absent, the
@@ -17,7 +18,7 @@ export function describeRequiring(
   if (process.env.CI) {
     describe(name, () => {
       it(`needs: ${missing}`, () => {
-        throw new Error(`${missing}; CI requires these tests to run (see .ci/run)`);
+        throw new NotFoundError(`${missing}; CI requires these tests to run (see .ci/run)`);
       });
     });
     return;

@@ -5,6 +5,7 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { BrowserContext, Page } from 'playwright-core';
+import { UnexpectedResponseError } from '../errors.js';
 
 /**
  * The plumbing of an MCP SDK OAuth client provider that plays a public client (PKCE, no
@@ -74,7 +75,8 @@ export abstract class SignInClientProvider implements OAuthClientProvider {
     this.authorizationUrls.push(url);
     this.code = undefined;
     const landed = await this.signInAt(url);
-    if (landed.searchParams.get('state') !== this.#state) throw new Error('state mismatch');
+    if (landed.searchParams.get('state') !== this.#state)
+      throw new UnexpectedResponseError('state mismatch');
     this.code = landed.searchParams.get('code') ?? undefined;
   }
 }
@@ -98,7 +100,8 @@ export class BrowserSignInProvider extends SignInClientProvider {
     const page = await this.browser().newPage();
     try {
       const response = await page.goto(url.href);
-      if (response?.status() !== 200) throw new Error(`login page answered ${response?.status()}`);
+      if (response?.status() !== 200)
+        throw new UnexpectedResponseError(`login page answered ${response?.status()}`);
       await Promise.all([
         page.waitForURL((landed) => landed.href.startsWith(this.redirectUrl)),
         this.signIn(page),

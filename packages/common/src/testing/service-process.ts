@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { StartupError } from '../errors.js';
 
 export interface ServiceProcessOptions {
   /** Used in error messages. */
@@ -71,7 +72,7 @@ export function startServiceProcess(options: ServiceProcessOptions): Promise<Ser
       else resolve(handle);
     };
     const timer = setTimeout(
-      () => settle(new Error(`${options.name} did not start in time:\n${output}`)),
+      () => settle(new StartupError(`${options.name} did not start in time:\n${output}`)),
       options.timeoutMs ?? 30_000,
     );
     const onData = (chunk: Buffer) => {
@@ -80,10 +81,14 @@ export function startServiceProcess(options: ServiceProcessOptions): Promise<Ser
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
-    child.once('error', (error) => settle(new Error(`${options.name}: ${error.message}`)));
+    child.once('error', (error) =>
+      settle(new StartupError(`${options.name}: ${error.message}`, { cause: error })),
+    );
     child.once('exit', (code, signal) =>
       settle(
-        new Error(`${options.name} exited (${signal ?? code}) before it was ready:\n${output}`),
+        new StartupError(
+          `${options.name} exited (${signal ?? code}) before it was ready:\n${output}`,
+        ),
       ),
     );
   });
@@ -102,7 +107,7 @@ export function freePort(): Promise<number> {
       server.close(() =>
         typeof address === 'object' && address
           ? resolve(address.port)
-          : reject(new Error('no port')),
+          : reject(new StartupError('no port')),
       );
     });
   });

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Logger } from '@mcp-identity/common';
+import { type Logger, NotFoundError } from '@mcp-identity/common';
 import { adminFileUsers } from './management/users.js';
 import { ProxyConflictError, SqliteProxyStore } from './store.js';
 import { PostgresStore } from './store-postgres.js';
@@ -23,7 +23,7 @@ export async function migrateToPostgres(
   logger: Logger,
 ): Promise<MigrationReport> {
   if (!existsSync(path.join(dataDir, 'gateway.db'))) {
-    throw new Error(`no gateway.db in ${dataDir}: nothing to migrate`);
+    throw new NotFoundError(`no gateway.db in ${dataDir}: nothing to migrate`);
   }
   const source = new SqliteProxyStore(dataDir);
   try {

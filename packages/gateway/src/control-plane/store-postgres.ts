@@ -1,5 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { isDatabaseUnavailable, type Logger, migrateSchema } from '@mcp-identity/common';
+import {
+  isDatabaseUnavailable,
+  type Logger,
+  migrateSchema,
+  UnavailableError,
+} from '@mcp-identity/common';
 import pg from 'pg';
 import {
   type ManagementUserStore,
@@ -134,8 +139,9 @@ export class PostgresStore implements ProxyStore {
       await store.migrate();
     } catch (error) {
       await pool.end().catch(() => undefined);
-      throw new Error(
+      throw new UnavailableError(
         `cannot use the PostgreSQL database ${describeDatabase(url)}: ${(error as Error).message}`,
+        { cause: error },
       );
     }
     return store;
@@ -234,7 +240,7 @@ export class PostgresStore implements ProxyStore {
       const client = new pg.Client(this.connection);
       const ended = new Promise<unknown>((resolve) => {
         client.on('error', resolve);
-        client.on('end', () => resolve(new Error('connection ended')));
+        client.on('end', () => resolve(new UnavailableError('connection ended')));
       });
       try {
         await client.connect();

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { McpIdentityError, UnavailableError } from '@mcp-identity/common';
 import Database from 'better-sqlite3';
 import type { ManagementUser } from '../config.js';
 import type { McpProxyDefinition } from './definition.js';
@@ -34,19 +35,16 @@ export interface ManagementUserStore {
 }
 
 /** The configuration database cannot be reached: the management API answers 503. */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends UnavailableError {
+  override readonly code = 'ERR_STORE_UNAVAILABLE';
   constructor(cause: unknown) {
     super('the configuration database is unavailable', { cause });
-    this.name = 'StoreUnavailableError';
   }
 }
 
 /** A write collided with a proxy another instance stored at the same time. */
-export class ProxyConflictError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ProxyConflictError';
-  }
+export class ProxyConflictError extends McpIdentityError {
+  readonly code = 'ERR_PROXY_CONFLICT';
 }
 
 /** A `mcp_proxies` row as both stores read it. */

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { McpIdentityError } from '@mcp-identity/common';
 import { parse as parseYaml } from 'yaml';
 import { ScimError } from '../scim/errors.js';
 import { KNOWN_SCOPES } from '../scim/scopes.js';
@@ -22,7 +23,9 @@ export const DEFAULT_BOOTSTRAP: BootstrapDocument = {
   ],
 };
 
-export class BootstrapError extends Error {}
+export class BootstrapError extends McpIdentityError {
+  readonly code = 'ERR_BOOTSTRAP';
+}
 
 export async function readBootstrapFile(path: string): Promise<BootstrapDocument> {
   let text: string;

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { addBounded } from '@mcp-identity/common';
+import { addBounded, NotFoundError } from '@mcp-identity/common';
 import Database from 'better-sqlite3';
 
 export type Db = Database.Database;
@@ -176,7 +176,8 @@ END;
 export const DATABASE_FILE = 'idp.sqlite';
 
 /** Raised when a command that needs an existing IdP is pointed at a directory without one. */
-export class NoIdpError extends Error {
+export class NoIdpError extends NotFoundError {
+  override readonly code = 'ERR_NO_IDP';
   constructor(readonly dataDir: string) {
     super(
       `${dataDir} holds no IdP (no ${DATABASE_FILE}): check --data-dir, or run "mcp-identity-idp serve" there once`,

@@ -1,3 +1,4 @@
+import { McpIdentityError } from '@mcp-identity/common';
 import { KNOWN_SCOPES } from '../scim/scopes.js';
 import type { Application } from './apps.js';
 import { type Db, statement } from './db.js';
@@ -18,7 +19,9 @@ export type ApiResource = {
   applications: string[];
 };
 
-export class ApiResourceError extends Error {}
+export class ApiResourceError extends McpIdentityError {
+  readonly code = 'ERR_API_RESOURCE';
+}
 
 /** Checks an API resource definition; the message names the field at fault. */
 export function validateApiResource(input: ApiResource): ApiResource {

@@ -1,6 +1,6 @@
 import {
   isUtf8Body,
-  oauthError,
+  OAuthError,
   oauthTooManyRequests,
   randomToken,
   sha256Base64Url,
@@ -116,15 +116,13 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
     const issuer = ctx.issuer(request);
     const params = required(request.body, ['code', 'client_id', 'redirect_uri', 'code_verifier']);
     if (!params.ok) {
-      return oauthError(
-        reply,
-        400,
+      throw new OAuthError(
         'invalid_request',
         'code, client_id, redirect_uri and code_verifier are required, once each.',
       );
     }
     if (resourceProblem(request, issuer)) {
-      return oauthError(reply, 400, 'invalid_target', `The resource must be ${issuer}/mcp.`);
+      throw new OAuthError('invalid_target', `The resource must be ${issuer}/mcp.`);
     }
     const { code, client_id, redirect_uri, code_verifier } = params.values;
     const redemption = await ctx.store.consumeCode(sha256Base64Url(code));
@@ -135,17 +133,17 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
       );
     }
     if (redemption.outcome !== 'redeemed' || redemption.entry.expiresAt <= ctx.clock()) {
-      return oauthError(reply, 400, 'invalid_grant', INVALID_CODE);
+      throw new OAuthError('invalid_grant', INVALID_CODE);
     }
     const entry = redemption.entry;
     if (entry.clientId !== client_id || entry.redirectUri !== redirect_uri) {
-      return oauthError(reply, 400, 'invalid_grant', CODE_MISMATCH);
+      throw new OAuthError('invalid_grant', CODE_MISMATCH);
     }
     if (!verifyS256(code_verifier, entry.codeChallenge)) {
-      return oauthError(reply, 400, 'invalid_grant', PKCE_FAILED);
+      throw new OAuthError('invalid_grant', PKCE_FAILED);
     }
     const scope = await currentScope(entry);
-    if (scope === undefined) return oauthError(reply, 400, 'invalid_grant', SUBJECT_GONE);
+    if (scope === undefined) throw new OAuthError('invalid_grant', SUBJECT_GONE);
     const grant = { userId: entry.userId, clientId: entry.clientId, scope };
     const token = await accessToken(issuer, grant);
     const refreshToken = randomToken(32);
@@ -157,11 +155,11 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
   }
 
   /** A refused presentation; a replay is worth a warning (its family was revoked). */
-  function refusedRefresh(request: FastifyRequest, reply: FastifyReply, use: RefreshTokenUse) {
+  function refusedRefresh(request: FastifyRequest, use: RefreshTokenUse): OAuthError {
     if (use.outcome === 'reused') {
       request.log.warn({ clientId: use.entry.clientId }, 'refresh token reused; family revoked');
     }
-    return oauthError(reply, 400, 'invalid_grant', INVALID_REFRESH);
+    return new OAuthError('invalid_grant', INVALID_REFRESH);
   }
 
   /**
@@ -175,33 +173,26 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
     const issuer = ctx.issuer(request);
     const params = required(request.body, ['refresh_token', 'client_id']);
     if (!params.ok) {
-      return oauthError(
-        reply,
-        400,
+      throw new OAuthError(
         'invalid_request',
         'refresh_token and client_id are required, once each.',
       );
     }
     if (resourceProblem(request, issuer)) {
-      return oauthError(reply, 400, 'invalid_target', `The resource must be ${issuer}/mcp.`);
+      throw new OAuthError('invalid_target', `The resource must be ${issuer}/mcp.`);
     }
     const tokenHash = sha256Base64Url(params.values.refresh_token);
     const presented = { arrivedAt: ctx.clock(), raceWindowMs: ctx.refreshTokenRaceWindowMs };
     const found = await ctx.store.presentRefreshToken(tokenHash, presented);
-    if (found.outcome !== 'live') return refusedRefresh(request, reply, found);
+    if (found.outcome !== 'live') throw refusedRefresh(request, found);
     const entry = found.entry;
     if (entry.clientId !== params.values.client_id) {
-      return oauthError(
-        reply,
-        400,
-        'invalid_grant',
-        'The refresh token was issued to another client.',
-      );
+      throw new OAuthError('invalid_grant', 'The refresh token was issued to another client.');
     }
     const scope = await currentScope(entry);
     if (scope === undefined) {
       await ctx.store.revokeFamily(entry.familyId);
-      return oauthError(reply, 400, 'invalid_grant', SUBJECT_GONE);
+      throw new OAuthError('invalid_grant', SUBJECT_GONE);
     }
     const grant = { ...entry, scope };
     const token = await accessToken(issuer, grant);
@@ -214,7 +205,7 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
         successor: refreshEntry(grant),
       },
     });
-    if (rotation.outcome !== 'rotated') return refusedRefresh(request, reply, rotation);
+    if (rotation.outcome !== 'rotated') throw refusedRefresh(request, rotation);
     return sendTokens(reply, scope, token, refreshToken);
   }
 
@@ -232,22 +223,18 @@ export function registerTokenRoute(app: FastifyInstance, ctx: ServerContext): vo
       !contentType.toLowerCase().startsWith('application/x-www-form-urlencoded') ||
       !isUtf8Body(contentType)
     ) {
-      return oauthError(
-        reply,
-        400,
+      throw new OAuthError(
         'invalid_request',
         'The token request must be application/x-www-form-urlencoded, in UTF-8.',
       );
     }
     const grantType = singleParam(request.body, 'grant_type');
     if (!grantType.ok || grantType.value === undefined) {
-      return oauthError(reply, 400, 'invalid_request', 'grant_type is required, once.');
+      throw new OAuthError('invalid_request', 'grant_type is required, once.');
     }
     if (grantType.value === 'authorization_code') return authorizationCodeGrant(request, reply);
     if (grantType.value === 'refresh_token') return refreshTokenGrant(request, reply);
-    return oauthError(
-      reply,
-      400,
+    throw new OAuthError(
       'unsupported_grant_type',
       'Supported grant types are authorization_code and refresh_token.',
     );
