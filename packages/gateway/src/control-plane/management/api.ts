@@ -160,12 +160,15 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       request.log.debug({ user: user.username }, 'management user authenticated');
     });
 
+    // What a deployed or replaced definition is checked against, the same for POST and PUT.
+    const deployChecks = {
+      keyManagers: options.keyManagers,
+      secrets: options.secrets,
+      resolveSecrets: true,
+    };
+
     api.post(BASE, async (request, reply) => {
-      const parsed = readDefinition(request, reply, {
-        keyManagers: options.keyManagers,
-        secrets: options.secrets,
-        resolveSecrets: true,
-      });
+      const parsed = readDefinition(request, reply, deployChecks);
       if (!parsed.ok) return reply;
       const { definition } = parsed;
       const conflict = conflictOf(await store.list(), definition);
@@ -210,11 +213,7 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       const { id } = request.params as { id: string };
       const existing = await store.get(id);
       if (!existing) return notFound(reply, id);
-      const parsed = readDefinition(request, reply, {
-        keyManagers: options.keyManagers,
-        secrets: options.secrets,
-        resolveSecrets: true,
-      });
+      const parsed = readDefinition(request, reply, deployChecks);
       if (!parsed.ok) return reply;
       const { definition } = parsed;
       if (definition.metadata.name !== id) {
