@@ -1,6 +1,9 @@
 import {
+  bearerChallenge,
+  bearerToken,
   CountingHistogram,
-  counterChildren,
+  constantTimeEqual,
+  countAnswers,
   createMetricsRegistry,
   DURATION_BUCKETS,
   grantTypeLabel,
@@ -9,10 +12,13 @@ import {
   outcomeOfStatus,
   recordHttpRequests,
   registerMetricsRoute,
-  requireMetricsToken,
-  routeLabel,
 } from '@mcp-identity/common';
-import type { FastifyInstance } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+} from 'fastify';
 import { Counter, type Registry } from 'prom-client';
 import { LOGIN_PATH } from './auth/app-login.js';
 import type { ToolCatalog } from './tools/catalog.js';
@@ -26,6 +32,22 @@ export function metricsTokenFromEnv(env: Record<string, string | undefined>): st
 }
 
 const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
+
+/**
+ * Lets a scrape through only with `Authorization: Bearer <token>` (RFC 6750 §2.1), the token a
+ * credential that grants nothing but the metrics; compared in constant time.
+ */
+function requireMetricsToken(token: string): onRequestAsyncHookHandler {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const presented = bearerToken(request.headers.authorization);
+    if (presented !== undefined && constantTimeEqual(presented, token)) return;
+    reply
+      .code(401)
+      .header('www-authenticate', bearerChallenge({ realm: 'metrics' }))
+      .send({ error: 'unauthorized', message: 'A metrics token is required' });
+    return reply;
+  };
+}
 
 /** The login form re-rendered (200) is a refused password; a redirect with the code a sign-in. */
 function oauthLoginOutcome(status: number): string {
@@ -118,39 +140,40 @@ export function createArazzoMcpMetrics(options: {
   };
 }
 
-/** Area A's OAuth events, read from the answers of its endpoints. */
+/** Area A's OAuth events, read from the answers of its endpoints (all of them posts). */
 function countOAuthEvents(app: FastifyInstance, registry: Registry): void {
-  const registrations = counterChildren(registry, {
-    name: 'arazzo_mcp_oauth_registrations_total',
-    help: 'Dynamic client registrations (RFC 7591), by outcome.',
-    labelNames: ['outcome'] as const,
-  });
-  const logins = counterChildren(registry, {
-    name: 'arazzo_mcp_oauth_logins_total',
-    help: 'Sign-ins, by flow (oauth: the authorization form; app: the normal login) and outcome.',
-    labelNames: ['flow', 'outcome'] as const,
-  });
-  const tokens = counterChildren(registry, {
-    name: 'arazzo_mcp_oauth_tokens_total',
-    help: 'Token requests, by grant type and outcome (success: tokens issued).',
-    labelNames: ['grant_type', 'outcome'] as const,
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    if (request.method !== 'POST') return;
-    const status = reply.statusCode;
-    switch (routeLabel(request)) {
-      case '/oauth/register':
-        registrations(outcomeOfStatus(status, 200)).inc();
-        break;
-      case '/oauth/authorize':
-        logins('oauth', oauthLoginOutcome(status)).inc();
-        break;
-      case LOGIN_PATH:
-        logins('app', status === 401 ? 'failure' : outcomeOfStatus(status, 200)).inc();
-        break;
-      case '/oauth/token':
-        tokens(grantTypeLabel(request, GRANT_TYPES), outcomeOfStatus(status, 200)).inc();
-        break;
-    }
-  });
+  countAnswers(app, registry, [
+    {
+      name: 'arazzo_mcp_oauth_registrations_total',
+      help: 'Dynamic client registrations (RFC 7591), by outcome.',
+      labelNames: ['outcome'],
+      count: (request, reply, route) =>
+        request.method === 'POST' && route === '/oauth/register'
+          ? [outcomeOfStatus(reply.statusCode, 200)]
+          : undefined,
+    },
+    {
+      name: 'arazzo_mcp_oauth_logins_total',
+      help: 'Sign-ins, by flow (oauth: the authorization form; app: the normal login) and outcome.',
+      labelNames: ['flow', 'outcome'],
+      count(request, reply, route) {
+        if (request.method !== 'POST') return undefined;
+        const status = reply.statusCode;
+        if (route === '/oauth/authorize') return ['oauth', oauthLoginOutcome(status)];
+        if (route === LOGIN_PATH) {
+          return ['app', status === 401 ? 'failure' : outcomeOfStatus(status, 200)];
+        }
+        return undefined;
+      },
+    },
+    {
+      name: 'arazzo_mcp_oauth_tokens_total',
+      help: 'Token requests, by grant type and outcome (success: tokens issued).',
+      labelNames: ['grant_type', 'outcome'],
+      count: (request, reply, route) =>
+        request.method === 'POST' && route === '/oauth/token'
+          ? [grantTypeLabel(request, GRANT_TYPES), outcomeOfStatus(reply.statusCode, 200)]
+          : undefined,
+    },
+  ]);
 }

@@ -144,30 +144,24 @@ export function oauthTooManyRequests(
 
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
-export interface ScimErrorBody {
+export type ScimErrorBody = {
   schemas: [typeof SCIM_ERROR_SCHEMA];
+  scimType?: string;
   detail: string;
   status: string;
-  scimType?: string;
-}
+};
 
-/** RFC 7644 §3.12 error body; `status` is a string there, as WSO2's SCIM layer sends it. */
+/**
+ * RFC 7644 §3.12 error body; `status` is a string there, as WSO2's SCIM layer (charon) sends it,
+ * and so is the member order.
+ */
 export function scimErrorBody(status: number, detail: string, scimType?: string): ScimErrorBody {
-  const body: ScimErrorBody = { schemas: [SCIM_ERROR_SCHEMA], detail, status: String(status) };
-  if (scimType !== undefined) body.scimType = scimType;
-  return body;
-}
-
-export function scimError(
-  reply: FastifyReply,
-  status: number,
-  detail: string,
-  scimType?: string,
-): FastifyReply {
-  return reply
-    .code(status)
-    .header('content-type', 'application/scim+json')
-    .send(scimErrorBody(status, detail, scimType));
+  return {
+    schemas: [SCIM_ERROR_SCHEMA],
+    ...(scimType !== undefined ? { scimType } : {}),
+    detail,
+    status: String(status),
+  };
 }
 
 /** The gateway management API's error shape: `{status: "error", message}`. */

@@ -3,13 +3,6 @@
  * that does not follow its syntax, so the caller refuses with its own status and challenge.
  */
 
-/** RFC 7235 §2.1: the auth-scheme of a header, lower-cased (schemes are case-insensitive). */
-export function authScheme(header: string | undefined): string | undefined {
-  return header === undefined
-    ? undefined
-    : /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)(?: |$)/.exec(header)?.[1]?.toLowerCase();
-}
-
 /** RFC 6750 §2.1: `Bearer 1*SP b64token`. */
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
@@ -31,29 +24,4 @@ export function basicCredentials(header: string | undefined): BasicCredentials |
   const colon = decoded.indexOf(':');
   if (colon < 0) return undefined;
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
-}
-
-/**
- * OAuth client credentials of a `Basic` header (RFC 6749 §2.3.1): client id and secret are each
- * form-urlencoded before being joined, so they are decoded here; undefined when either does not
- * decode.
- */
-export function basicClientCredentials(
-  header: string | undefined,
-): { clientId: string; clientSecret: string } | undefined {
-  const credentials = basicCredentials(header);
-  if (credentials === undefined) return undefined;
-  try {
-    return {
-      clientId: formDecode(credentials.user),
-      clientSecret: formDecode(credentials.password),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-/** application/x-www-form-urlencoded decoding of one value: `+` is a space. Throws on bad escapes. */
-function formDecode(value: string): string {
-  return decodeURIComponent(value.replace(/\+/g, ' '));
 }

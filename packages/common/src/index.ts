@@ -44,7 +44,6 @@ export {
   SCIM_ERROR_SCHEMA,
   type ScimErrorBody,
   StartupError,
-  scimError,
   scimErrorBody,
   sendOAuthError,
   UnavailableError,
@@ -53,13 +52,7 @@ export {
 export { FairPool, type FairPoolLimits } from './fair-pool.js';
 export { type HealthOptions, registerHealthRoutes } from './health.js';
 export { escapeHtml, setHtmlSecurityHeaders } from './html.js';
-export {
-  authScheme,
-  type BasicCredentials,
-  basicClientCredentials,
-  basicCredentials,
-  bearerToken,
-} from './http-auth.js';
+export { type BasicCredentials, basicCredentials, bearerToken } from './http-auth.js';
 export {
   checkJwtClaims,
   type JwtClaimRules,
@@ -74,9 +67,11 @@ export { createLogger, type Logger, type LoggerSettings, recordLineWriter } from
 export { type MainOptions, runMain } from './main.js';
 export { addBounded, boundedMemo, weakMemo } from './memo.js';
 export {
+  type AnswerCounter,
   CounterSeries,
   CountingCounter,
   CountingHistogram,
+  countAnswers,
   counterChildren,
   createMetricsRegistry,
   DURATION_BUCKETS,
@@ -84,7 +79,6 @@ export {
   HistogramSeries,
   type HttpRequestRecorder,
   httpRequestMetrics,
-  instrumentHttp,
   labelChildren,
   METRICS_PATH,
   type MetricsRouteOptions,
@@ -92,7 +86,6 @@ export {
   outcomeOfStatus,
   recordHttpRequests,
   registerMetricsRoute,
-  requireMetricsToken,
   routeLabel,
 } from './metrics.js';
 export {
@@ -109,7 +102,6 @@ export {
   normalizeOrigin,
   type OriginPolicy,
   type OriginPolicyOptions,
-  registerCors,
 } from './origin.js';
 export { packageVersion } from './package-version.js';
 export { isS256Challenge, s256Challenge, verifyS256 } from './pkce.js';

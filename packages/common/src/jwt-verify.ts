@@ -6,6 +6,7 @@ import {
   type JWTPayload,
   type KeyInput,
 } from 'jose';
+import { type Clock, epochSeconds, systemClock } from './clock.js';
 
 /** A key jose verifies a JWS signature with (a `CryptoKey`, `KeyObject`, JWK or secret). */
 export type JwtVerificationKey = KeyInput;
@@ -33,8 +34,8 @@ export interface JwtClaimRules {
   clockToleranceSeconds?: number;
   /** Refuse an `iat` later than now (plus the tolerance): a token minted ahead of the clock. */
   rejectFutureIat?: boolean;
-  /** Milliseconds since the epoch. Default `Date.now`. */
-  clock?: () => number;
+  /** Default `systemClock`. */
+  clock?: Clock;
 }
 
 export interface JwtVerifyOptions extends JwtClaimRules {
@@ -123,7 +124,7 @@ export function checkJwtClaims(
   const invalid = numericDate(payload, 'iat') ?? numericDate(payload, 'nbf');
   if (invalid) return invalid;
   const tolerance = rules.clockToleranceSeconds ?? 0;
-  const now = Math.floor((rules.clock ?? Date.now)() / 1000);
+  const now = epochSeconds(rules.clock ?? systemClock);
   if (payload.nbf !== undefined && payload.nbf > now + tolerance) {
     return claimFailure('nbf', 'check_failed', '"nbf" claim timestamp check failed');
   }

@@ -5,10 +5,7 @@ import type {
   onRequestAsyncHookHandler,
 } from 'fastify';
 import { type Counter, collectDefaultMetrics, type Histogram, Registry } from 'prom-client';
-import { bearerChallenge } from './bearer-challenge.js';
 import { InvalidArgumentError } from './errors.js';
-import { bearerToken } from './http-auth.js';
-import { constantTimeEqual } from './secrets.js';
 
 export const METRICS_PATH = '/metrics';
 
@@ -54,22 +51,6 @@ export function registerMetricsRoute(
         .header('cache-control', 'no-store')
         .send(await source.metrics()),
   );
-}
-
-/**
- * Lets a scrape through only with `Authorization: Bearer <token>` (RFC 6750 §2.1), the token a
- * credential that grants nothing but the metrics; compared in constant time.
- */
-export function requireMetricsToken(token: string): onRequestAsyncHookHandler {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const presented = bearerToken(request.headers.authorization);
-    if (presented !== undefined && constantTimeEqual(presented, token)) return;
-    reply
-      .code(401)
-      .header('www-authenticate', bearerChallenge({ realm: 'metrics' }))
-      .send({ error: 'unauthorized', message: 'A metrics token is required' });
-    return reply;
-  };
 }
 
 /**
@@ -143,6 +124,42 @@ export function counterChildren<T extends string>(
   configuration: { name: string; help: string; labelNames: readonly T[] },
 ): (...values: string[]) => CounterSeries {
   return labelChildren(new CountingCounter({ ...configuration, registry }));
+}
+
+/**
+ * A counter of some of an app's answers: `count` gives the label values (in `labelNames` order)
+ * of an answered request, or undefined for a request it does not count.
+ */
+export interface AnswerCounter {
+  name: string;
+  help: string;
+  labelNames: readonly string[];
+  count(request: FastifyRequest, reply: FastifyReply, route: string): readonly string[] | undefined;
+}
+
+/**
+ * Counts `app`'s answers into `counters` (each a `counterChildren` in `registry`) once each
+ * response is sent, so that no route's code changes; `route` is the matched pattern
+ * (`routeLabel`), never the raw URL.
+ */
+export function countAnswers(
+  app: FastifyInstance,
+  registry: Registry,
+  counters: readonly AnswerCounter[],
+): void {
+  const families = counters.map(({ name, help, labelNames, count }) => ({
+    count,
+    series: counterChildren(registry, { name, help, labelNames }),
+  }));
+  // A callback hook, not an async one: no promise per request for a few counter increments.
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = routeLabel(request);
+    for (const family of families) {
+      const values = family.count(request, reply, route);
+      if (values !== undefined) family.series(...values).inc();
+    }
+    done();
+  });
 }
 
 /** What prom-client's registry reads from a counter or a histogram when it is scraped. */
@@ -378,9 +395,4 @@ export function recordHttpRequests(app: FastifyInstance, record: HttpRequestReco
   app.addHook('onResponse', async (request, reply) => {
     record(request.method, routeLabel(request), reply.statusCode, reply.elapsedTime / 1000);
   });
-}
-
-/** `httpRequestMetrics` recorded by `recordHttpRequests`: every route of `app`. */
-export function instrumentHttp(app: FastifyInstance, registry: Registry, prefix: string): void {
-  recordHttpRequests(app, httpRequestMetrics(registry, prefix));
 }

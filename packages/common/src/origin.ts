@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError } from './errors.js';
 
 /**
@@ -192,9 +192,4 @@ export function createCorsHook(options: CorsOptions) {
     if (outcome === 'preflight-refused') await reply.code(403).send(CORS_PREFLIGHT_REFUSED);
     else if (outcome === 'preflight-allowed') await reply.code(204).send();
   };
-}
-
-/** Adds `createCorsHook(options)` to `app` (and so to every route registered under it). */
-export function registerCors(app: FastifyInstance, options: CorsOptions): void {
-  app.addHook('onRequest', createCorsHook(options));
 }

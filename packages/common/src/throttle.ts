@@ -1,4 +1,5 @@
 import { clientNetwork } from './client-address.js';
+import { type Clock, systemClock } from './clock.js';
 import { InvalidArgumentError } from './errors.js';
 import { addBounded } from './memo.js';
 
@@ -34,8 +35,8 @@ export interface FixedWindowThrottleOptions {
   limit: number;
   /** Length of a window in milliseconds; a key's window starts with its first attempt. */
   windowMs: number;
-  /** Milliseconds since the epoch; injectable so tests need no sleeping. Default `Date.now`. */
-  clock?: () => number;
+  /** Injectable so tests need no sleeping. Default `systemClock`. */
+  clock?: Clock;
   /**
    * Keys tracked at once. When every tracked window is still open, the oldest window is
    * forgotten to make room, so memory stays bounded whatever an attacker sends. Default 100 000.
@@ -65,14 +66,14 @@ export class FixedWindowThrottle implements Throttle {
   readonly #windows = new Map<string, Window>();
   readonly #limit: number;
   readonly #windowMs: number;
-  readonly #clock: () => number;
+  readonly #clock: Clock;
   readonly #maxKeys: number;
 
   constructor(options: FixedWindowThrottleOptions) {
     this.#limit = positiveInteger('limit', options.limit);
     this.#windowMs = positiveInteger('windowMs', options.windowMs);
     this.#maxKeys = positiveInteger('maxKeys', options.maxKeys ?? 100_000);
-    this.#clock = options.clock ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
   }
 
   /** Counts one attempt for `key`, or refuses it (without counting) when the window is full. */
@@ -181,6 +182,6 @@ export function reserveForAddress(
 }
 
 /** The default factory: counters in process memory. */
-export function memoryThrottles(clock?: () => number): ThrottleFactory {
+export function memoryThrottles(clock?: Clock): ThrottleFactory {
   return ({ limit, windowMs }) => new FixedWindowThrottle({ limit, windowMs, clock });
 }

@@ -1,9 +1,4 @@
-import {
-  authScheme,
-  basicClientCredentials,
-  basicCredentials,
-  bearerToken,
-} from '@mcp-identity/common';
+import { basicCredentials, bearerToken } from '@mcp-identity/common';
 import { describe, expect, it } from 'vitest';
 
 const basic = (raw: string) => `Basic ${Buffer.from(raw, 'utf8').toString('base64')}`;
@@ -42,29 +37,5 @@ describe('basicCredentials (RFC 7617)', () => {
     expect(basicCredentials('Basic ***')).toBeUndefined();
     expect(basicCredentials('Bearer abc')).toBeUndefined();
     expect(basicCredentials(undefined)).toBeUndefined();
-  });
-});
-
-describe('basicClientCredentials (RFC 6749 §2.3.1)', () => {
-  it('form-urlencoded decodes client id and secret', () => {
-    expect(basicClientCredentials(basic('my+client:s%3Ac%2Bret'))).toEqual({
-      clientId: 'my client',
-      clientSecret: 's:c+ret',
-    });
-  });
-
-  it('refuses credentials that do not decode', () => {
-    expect(basicClientCredentials(basic('client:%E0%A4%A'))).toBeUndefined();
-    expect(basicClientCredentials(basic('client'))).toBeUndefined();
-  });
-});
-
-describe('authScheme', () => {
-  it('names the scheme lower-cased', () => {
-    expect(authScheme('Basic abc')).toBe('basic');
-    expect(authScheme('DPoP x')).toBe('dpop');
-    expect(authScheme('Negotiate')).toBe('negotiate');
-    expect(authScheme(undefined)).toBeUndefined();
-    expect(authScheme('')).toBeUndefined();
   });
 });

@@ -1,10 +1,14 @@
 import {
   CountingCounter,
   CountingHistogram,
+  countAnswers,
   counterChildren,
+  createApp,
+  createLogger,
   DURATION_BUCKETS,
   labelChildren,
 } from '@mcp-identity/common';
+import { metricValue, startTestServer } from '@mcp-identity/common/testing';
 import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 
@@ -139,5 +143,36 @@ describe('CountingCounter', () => {
     expect(await counted.metrics()).toContain('demo_total{kind="a"} 3\n');
     counted.resetMetrics();
     expect(await counted.metrics()).toContain('demo_total{kind="a"} 0\n');
+  });
+});
+
+describe('countAnswers', () => {
+  it('counts the answers each counter labels, by route pattern, and skips the others', async () => {
+    const registry = new Registry();
+    const app = createApp({ logger: createLogger({ level: 'silent', pretty: false }) });
+    countAnswers(app, registry, [
+      {
+        name: 'demo_items_total',
+        help: 'Item reads, by route and status.',
+        labelNames: ['route', 'status'],
+        count: (request, reply, route) =>
+          request.method === 'GET' && route.startsWith('/items')
+            ? [route, String(reply.statusCode)]
+            : undefined,
+      },
+    ]);
+    app.get('/items/:id', async (request, reply) =>
+      (request.params as { id: string }).id === 'missing' ? reply.code(404).send({}) : {},
+    );
+    app.get('/other', async () => ({}));
+    const server = await startTestServer(app);
+    for (const path of ['/items/a', '/items/b', '/items/missing', '/other', '/nowhere']) {
+      await (await fetch(`${server.url}${path}`)).arrayBuffer();
+    }
+    const exposition = await registry.metrics();
+    expect(metricValue(exposition, 'demo_items_total{route="/items/:id",status="200"}')).toBe(2);
+    expect(metricValue(exposition, 'demo_items_total{route="/items/:id",status="404"}')).toBe(1);
+    expect(exposition).not.toContain('/other');
+    expect(exposition).not.toContain('unmatched');
   });
 });

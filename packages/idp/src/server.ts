@@ -2,13 +2,12 @@ import {
   batchedStdout,
   type Clock,
   createApp,
+  createCorsHook,
   createLogger,
   createOriginPolicy,
   ensureSelfSignedCertificate,
-  epochSeconds,
   type Logger,
   type OriginPolicy,
-  registerCors,
   registerHealthRoutes,
   startServer,
   systemClock,
@@ -69,7 +68,7 @@ export type IdpOptions = {
   /** Abuse limits of the OAuth endpoints (defaults: `DEFAULT_OAUTH_LIMITS`). */
   limits?: Partial<OAuthLimits>;
   /** Every expiry's clock (tests). */
-  now?: Clock;
+  clock?: Clock;
 };
 
 export type RunningIdp = {
@@ -119,7 +118,7 @@ function createCore(
   dataDir: string,
   options: Pick<
     IdpOptions,
-    'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'now' | 'limits'
+    'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds' | 'clock' | 'limits'
   > & {
     create?: boolean;
     /** Whether the current request is the only one the server is serving. */
@@ -127,7 +126,7 @@ function createCore(
   },
   urls: { base: () => string; issuer: () => string },
 ): Core {
-  const clock = options.now ?? systemClock;
+  const clock = options.clock ?? systemClock;
   const accessTtl = options.accessTokenTtlSeconds ?? DEFAULT_ACCESS_TTL;
   const db = openDatabase(dataDir, { create: options.create ?? true });
   const apps = new AppStore(db, {
@@ -154,7 +153,7 @@ function createCore(
       return urls.issuer();
     },
     accessTokenTtlSeconds: accessTtl,
-    now: () => epochSeconds(clock),
+    clock,
     isUserActive: (userId) => isActiveUser(service.users, userId),
     ...(options.alone ? { alone: options.alone } : {}),
   });
@@ -251,16 +250,19 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
     };
     // A malformed allowedOrigins entry fails the start, not the first browser request.
     createOriginPolicy({ ownOrigins: [], allowedOrigins: options.allowedOrigins ?? [] });
-    registerCors(app, {
-      policy: {
-        get origins() {
-          return policy().origins;
+    app.addHook(
+      'onRequest',
+      createCorsHook({
+        policy: {
+          get origins() {
+            return policy().origins;
+          },
+          check: (origin, host) => policy().check(origin, host),
         },
-        check: (origin, host) => policy().check(origin, host),
-      },
-      paths: CORS_PATHS,
-      methods: ['GET', 'POST'],
-    });
+        paths: CORS_PATHS,
+        methods: ['GET', 'POST'],
+      }),
+    );
     await app.register(oauthRoutes, {
       apps: core.apps,
       tokens: core.tokens,
@@ -270,7 +272,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
         maxPending: limits.maxPendingLogins,
         perNetwork: limits.pendingLoginsPerNetwork,
         perClient: limits.pendingLoginsPerClient,
-        clock: options.now ?? systemClock,
+        clock: options.clock ?? systemClock,
       }),
       keys: core.keys,
       users: core.service.users,
@@ -280,7 +282,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       knownScopes: KNOWN_SCOPES,
       secureCookies: !options.http,
       limits,
-      clock: options.now ?? systemClock,
+      clock: options.clock ?? systemClock,
     });
     await app.register(scimRoutes, {
       prefix: '/scim2',

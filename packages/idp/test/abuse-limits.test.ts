@@ -36,7 +36,7 @@ async function attempt(idp: TestIdp, clientId: string, userName: string, passwor
 describe('login throttling', async () => {
   let now = Date.parse('2026-01-01T00:00:00Z');
   const idp = await startTestIdp({
-    now: () => now,
+    clock: () => now,
     limits: { loginAttemptsPerAccount: 10, loginWindowSeconds: 900 },
   });
   await createUserWithRole(idp, 'guessed', 'Guessed-pass1', []);

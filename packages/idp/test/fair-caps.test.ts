@@ -59,7 +59,7 @@ describe('dynamic clients at the cap', async () => {
 
 describe('dynamic clients never used', async () => {
   let now = Date.parse('2026-03-01T00:00:00Z');
-  const idp = await startTestIdp({ now: () => now });
+  const idp = await startTestIdp({ clock: () => now });
   await createUserWithRole(idp, user.userName, user.password, ['internal_login']);
   const [browser] = clientsAt(loopbackAddresses(1, { block: 200 }));
 

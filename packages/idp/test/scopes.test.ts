@@ -310,7 +310,7 @@ describe('scope matrix (WSO2 resource-access-control-v2.xml)', async () => {
 
 describe('token expiry', async () => {
   let clock = Date.now();
-  const idp = await startTestIdp({ now: () => clock });
+  const idp = await startTestIdp({ clock: () => clock });
 
   it('refuses an expired token with 401', async () => {
     const token = await idp.token(['internal_user_mgt_list']);

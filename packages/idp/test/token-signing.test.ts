@@ -51,7 +51,7 @@ describe('tokens signed alone and next to other requests', async () => {
  */
 describe('a token the IdP signed itself skips only the RSA check', async () => {
   let clock = Date.now();
-  const idp = await startTestIdp({ now: () => clock, accessTokenTtlSeconds: 60 });
+  const idp = await startTestIdp({ clock: () => clock, accessTokenTtlSeconds: 60 });
   const status = async (token: string) =>
     (await idp.scim('GET', '/Users?count=1', { token })).status;
 
@@ -85,7 +85,7 @@ describe('a token the IdP signed itself skips only the RSA check', async () => {
  */
 describe('a client-credentials token signed ahead is only handed out as it would be signed now', async () => {
   let clock = Date.now();
-  const idp = await startTestIdp({ now: () => clock });
+  const idp = await startTestIdp({ clock: () => clock });
   const claimsOf = (token: string) =>
     JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as {
       iat: number;

@@ -1,9 +1,11 @@
 import {
   bearerChallenge,
   bearerToken,
+  type Clock,
   isUtf8Body,
   memoryThrottles,
   reserveEach,
+  systemClock,
   type ThrottleFactory,
   verifyJwt,
 } from '@mcp-identity/common';
@@ -27,7 +29,7 @@ export interface AppLoginOptions {
   throttleWindowSeconds?: number;
   /** Where the failed logins count. Default: process memory. */
   throttles?: ThrottleFactory;
-  clock?: () => number;
+  clock?: Clock;
 }
 
 /**
@@ -67,7 +69,7 @@ function credentialsOf(
  * are throttled per account and per IP.
  */
 export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, options) => {
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const ttlSeconds = options.tokenTtlSeconds ?? 3600;
   const windowMs = (options.throttleWindowSeconds ?? 900) * 1000;
   const throttles = options.throttles ?? memoryThrottles(clock);
@@ -155,7 +157,7 @@ export const appLoginRoutes: FastifyPluginAsync<AppLoginOptions> = async (app, o
 async function bearerSubject(
   request: FastifyRequest,
   options: AppLoginOptions,
-  clock: () => number,
+  clock: Clock,
 ): Promise<string | undefined> {
   const token = bearerToken(request.headers.authorization);
   if (token === undefined) return undefined;

@@ -4,10 +4,15 @@ import { hashSecret, UnexpectedResponseError } from '@mcp-identity/common';
 import { stringify as stringifyToml } from 'smol-toml';
 import { stringify as stringifyYaml } from 'yaml';
 import { gatewayRules } from './gateway-rules.js';
-import { KEY_MANAGER_NAME, PROXY_CONTEXT, PROXY_NAME, type StackLayout } from './layout.js';
+import { PROXY_CONTEXT, type StackLayout } from './layout.js';
 import { fetchNamingUrl } from './network.js';
 import type { StackSecrets } from './secrets.js';
 import { upstreamAuth } from './upstream-auth.js';
+
+/** The name of the SCIM proxy the stack deploys (its management API path). */
+const PROXY_NAME = 'scim-v1.0';
+/** The embedded IdP's entry among the gateway's key managers, the proxy's one issuer. */
+const KEY_MANAGER_NAME = 'embedded-idp';
 
 /**
  * The gateway's TOML configuration: its listeners on loopback, the admin user, the

@@ -20,9 +20,8 @@ export const DEFAULT_PORTS: StackPorts = {
   areaA: 7000,
 };
 
-export const PROXY_NAME = 'scim-v1.0';
+/** The context path of the SCIM proxy the stack deploys: the base of the gateway's MCP URLs. */
 export const PROXY_CONTEXT = '/scim';
-export const KEY_MANAGER_NAME = 'embedded-idp';
 
 /** Every address and file of one stack, derived from its data directory and ports. */
 export interface StackLayout {

@@ -1,6 +1,8 @@
 import { type KeyObject, randomUUID } from 'node:crypto';
 import {
+  type Clock,
   checkJwtClaims,
+  epochSeconds,
   type JwtVerification,
   type JwtVerifyOptions,
   sha256Base64Url,
@@ -25,7 +27,7 @@ export type AccessTokenClaims = JWTPayload & {
 export type TokenServiceOptions = {
   issuer: string;
   accessTokenTtlSeconds: number;
-  now: () => number;
+  clock: Clock;
   /**
    * Whether the user a token was issued to may still use it (exists and is active); checked
    * on every verification, so disabling or deleting a user stops their tokens at once.
@@ -94,12 +96,17 @@ export class TokenService {
         return options.issuer;
       },
       requiredClaims: ['exp'],
-      clock: () => options.now() * 1000,
+      clock: options.clock,
     };
   }
 
   get issuer(): string {
     return this.options.issuer;
+  }
+
+  /** Now as a JWT NumericDate (RFC 7519 §2: seconds), what `iat`, `nbf` and `exp` count in. */
+  private now(): number {
+    return epochSeconds(this.options.clock);
   }
 
   async issue(input: TokenRequest): Promise<IssuedToken> {
@@ -113,7 +120,7 @@ export class TokenService {
 
   /** The claims of a token for `input` issued now, with a fresh `jti`. */
   private claimsFor(input: TokenRequest): AccessTokenClaims {
-    const iat = this.options.now();
+    const iat = this.now();
     return {
       iss: this.options.issuer,
       aud: input.audiences?.length ? [input.clientId, ...input.audiences] : input.clientId,
@@ -143,7 +150,7 @@ export class TokenService {
   /** Whether `issued` is what `claimsFor` would give now, but for its `jti`. */
   private isCurrent(issued: IssuedToken): boolean {
     return (
-      issued.claims.iat === this.options.now() &&
+      issued.claims.iat === this.now() &&
       issued.claims.iss === this.options.issuer &&
       issued.expiresIn === this.options.accessTokenTtlSeconds
     );
@@ -185,7 +192,7 @@ export class TokenService {
   }
 
   revoke(claims: AccessTokenClaims): void {
-    const now = this.options.now();
+    const now = this.now();
     statement(this.db, 'DELETE FROM revoked_tokens WHERE expires_at < ?').run(now);
     statement(this.db, 'INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?, ?)').run(
       claims.jti,

@@ -1,6 +1,5 @@
-import { McpIdentityError } from '@mcp-identity/common';
+import { McpIdentityError, SCIM_ERROR_SCHEMA, scimErrorBody } from '@mcp-identity/common';
 
-export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
 /** The auth layer (WSO2's valve) answers with plain JSON and a numeric `status`. */
 export const VALVE_CONTENT_TYPE = 'application/json;charset=UTF-8';
@@ -23,19 +22,14 @@ export class ScimError extends McpIdentityError {
   }
 
   toBody(): Record<string, unknown> {
-    return {
-      schemas: [ERROR_SCHEMA],
-      ...(this.scimType ? { scimType: this.scimType } : {}),
-      detail: this.detail,
-      status: String(this.status),
-    };
+    return scimErrorBody(this.status, this.detail, this.scimType || undefined);
   }
 }
 
 /** A body produced by the auth valve (numeric `status`, no `scimType`). */
 export function valveErrorBody(status: 401 | 403): Record<string, unknown> {
   return {
-    schemas: [ERROR_SCHEMA],
+    schemas: [SCIM_ERROR_SCHEMA],
     detail: status === 401 ? UNAUTHORIZED_DETAIL : FORBIDDEN_DETAIL,
     status,
   };

@@ -1,4 +1,4 @@
-import { authScheme, basicClientCredentials } from '@mcp-identity/common';
+import { basicCredentials } from '@mcp-identity/common';
 import type { FastifyRequest } from 'fastify';
 import type { Application, AppStore } from '../../store/apps.js';
 import { failure } from './failures.js';
@@ -41,4 +41,36 @@ export async function authenticateClient(
   const authenticated = await apps.authenticate(clientId, secret);
   if (!authenticated) throw failure.clientAuthFailed(basic);
   return authenticated;
+}
+
+/** RFC 7235 §2.1: the auth-scheme of a header, lower-cased (schemes are case-insensitive). */
+export function authScheme(header: string | undefined): string | undefined {
+  return header === undefined
+    ? undefined
+    : /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)(?: |$)/.exec(header)?.[1]?.toLowerCase();
+}
+
+/**
+ * OAuth client credentials of a `Basic` header (RFC 6749 §2.3.1): client id and secret are each
+ * form-urlencoded before being joined, so they are decoded here; undefined when either does not
+ * decode.
+ */
+export function basicClientCredentials(
+  header: string | undefined,
+): { clientId: string; clientSecret: string } | undefined {
+  const credentials = basicCredentials(header);
+  if (credentials === undefined) return undefined;
+  try {
+    return {
+      clientId: formDecode(credentials.user),
+      clientSecret: formDecode(credentials.password),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** application/x-www-form-urlencoded decoding of one value: `+` is a space. Throws on bad escapes. */
+function formDecode(value: string): string {
+  return decodeURIComponent(value.replace(/\+/g, ' '));
 }
