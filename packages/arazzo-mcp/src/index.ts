@@ -41,7 +41,14 @@ export {
   type RequiredHeader,
   requireHeader,
 } from './http/required-header.js';
-export { createMcpServer, DEFAULT_SERVER_INFO, type ServerInfo } from './mcp/server.js';
+export {
+  createMcpServer,
+  DEFAULT_SERVER_INFO,
+  MODERN_PROTOCOL_VERSION,
+  mcpServerFactory,
+  SERVED_PROTOCOL_VERSIONS,
+  type ServerInfo,
+} from './mcp/server.js';
 export { METRICS_TOKEN_ENV } from './metrics.js';
 export {
   AREA_A_PORT,

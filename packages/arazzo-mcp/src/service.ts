@@ -6,7 +6,7 @@ import {
   type RunningServer,
   startServer,
 } from '@mcp-identity/common';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import {
   type BuiltinAuth,
   type BuiltinAuthOptions,
@@ -14,7 +14,7 @@ import {
 } from './auth/builtin-auth.js';
 import { createArazzoMcpApp } from './http/app.js';
 import type { RequiredHeader } from './http/required-header.js';
-import { createMcpServer, type ServerInfo } from './mcp/server.js';
+import { mcpServerFactory, type ServerInfo } from './mcp/server.js';
 import { createArazzoMcpMetrics, metricsTokenFromEnv } from './metrics.js';
 import { createToolCatalog, type ToolCatalog, type ToolCatalogOptions } from './tools/catalog.js';
 
@@ -164,7 +164,7 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
 }
 
 /**
- * Serves the tools over stdio until the input closes. Logs must not touch stdout (it carries
+ * Serves the tools over stdio until the input closes, in either protocol era. Logs must not touch stdout (it carries
  * the protocol), so the default logger writes JSON lines to stderr.
  */
 export async function serveArazzoMcpStdio(options: ArazzoMcpOptions): Promise<void> {
@@ -172,12 +172,13 @@ export async function serveArazzoMcpStdio(options: ArazzoMcpOptions): Promise<vo
     options.logger ??
     createLogger({ name: 'arazzo-mcp', pretty: false, destination: process.stderr });
   const opened = await openArazzoMcp({ ...options, logger });
-  const server = createMcpServer(opened.catalog, options.serverInfo);
-  const closed = new Promise<void>((resolve) => {
-    server.onclose = resolve;
+  // The SDK's dual-era stdio entry: a connection that opens with `server/discover` (or a
+  // modern request) is served in the 2026-07-28 era, one that opens with `initialize` in the
+  // legacy era it negotiates.
+  const handle = serveStdio(mcpServerFactory(opened.catalog, options.serverInfo), {
+    onerror: (error) => logger.debug({ err: error }, 'MCP stdio exchange refused or failed'),
   });
-  process.stdin.once('end', () => void server.close());
-  await server.connect(new StdioServerTransport());
-  await closed;
+  await new Promise<void>((resolve) => process.stdin.once('end', resolve));
+  await handle.close();
   await opened.close();
 }

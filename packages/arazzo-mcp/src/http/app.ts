@@ -16,8 +16,9 @@ import type {
   preHandlerAsyncHookHandler,
 } from 'fastify';
 import { McpExchangeRouter } from '../mcp/exchange-router.js';
+import { createModernExchanges } from '../mcp/modern-exchanges.js';
 import { TRANSPORT_ERROR } from '../mcp/post-messages.js';
-import { createMcpServer, type ServerInfo } from '../mcp/server.js';
+import { createMcpServer, mcpServerFactory, type ServerInfo } from '../mcp/server.js';
 import type { ToolCatalog } from '../tools/catalog.js';
 import { createMcpFront } from './mcp-front.js';
 import { serveMcpPost } from './mcp-post.js';
@@ -70,13 +71,18 @@ const NOT_ALLOWED_METHODS = ['GET', 'DELETE', 'PUT', 'PATCH'] as const;
 const BODY_LIMIT = 1024 * 1024;
 
 /**
- * The HTTP app: stateless Streamable HTTP at `/mcp` (one MCP server for the app, each POST
- * routed to it, see McpExchangeRouter) and `GET /health`. Without an authentication layer
+ * The HTTP app: stateless Streamable HTTP at `/mcp`, both protocol eras at the one URL (legacy
+ * exchanges routed to one MCP server for the app, modern ones to a server each; see
+ * McpExchangeRouter) and `GET /health`. Without an authentication layer
  * (`auth`, `mcpGuard`), the POSTs it will serve are taken before Fastify (createMcpFront).
  */
 export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstance {
   const server = createMcpServer(options.catalog, options.serverInfo);
-  const router = new McpExchangeRouter((name, args) => options.catalog.call(name, args));
+  const modern = createModernExchanges(
+    mcpServerFactory(options.catalog, options.serverInfo),
+    (error) => options.logger.debug({ err: error }, 'modern MCP exchange refused or failed'),
+  );
+  const router = new McpExchangeRouter((name, args) => options.catalog.call(name, args), modern);
   const policy = createOriginPolicy({
     allowedOrigins: options.allowedOrigins,
     ownOrigins: options.ownOrigins ?? [],
@@ -100,7 +106,9 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     front,
   });
   app.addHook('onReady', () => server.connect(router));
-  app.addHook('onClose', () => server.close());
+  app.addHook('onClose', async () => {
+    await Promise.all([server.close(), modern.close()]);
+  });
   // Before any authentication, so that browsers can read its answers and foreign pages get
   // nothing further.
   app.addHook('onRequest', createCorsHook({ policy, paths: [MCP_PATH], methods: ['POST'] }));

@@ -1,18 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type AppState, isJsonObject, jsonRpcError } from '@mcp-identity/common';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  type AuthInfo,
   type CallToolResult,
-  ErrorCode,
   type JSONRPCErrorResponse,
   type JSONRPCMessage,
   type JSONRPCNotification,
   type JSONRPCRequest,
   type JSONRPCResultResponse,
   type MessageExtraInfo,
+  ProtocolErrorCode,
   type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+  type Transport,
+} from '@modelcontextprotocol/server';
+import { isLegacyExchange } from './era.js';
+import type { ModernExchanges } from './modern-exchanges.js';
 import { postMessages, type Refusal } from './post-messages.js';
 import { invalidParamsProblem } from './request-params.js';
 
@@ -27,7 +29,7 @@ const isResponse = (
   message: JSONRPCMessage,
 ): message is JSONRPCResultResponse | JSONRPCErrorResponse => !('method' in message);
 
-/** Runs one `tools/call` (the catalog's `call`): a result, or an McpError for an unknown tool. */
+/** Runs one `tools/call` (the catalog's `call`): a result, or a ProtocolError for an unknown tool. */
 export type ToolCaller = (
   name: string,
   args: Record<string, unknown> | undefined,
@@ -57,7 +59,7 @@ function isPlainToolCall(request: JSONRPCRequest): request is PlainToolCall {
 function errorAnswer(error: unknown): JSONRPCErrorResponse['error'] {
   const { code, message, data } = error as { code?: unknown; message?: string; data?: unknown };
   return {
-    code: Number.isSafeInteger(code) ? (code as number) : ErrorCode.InternalError,
+    code: Number.isSafeInteger(code) ? (code as number) : ProtocolErrorCode.InternalError,
     message: message ?? 'Internal error',
     ...(data !== undefined && { data }),
   };
@@ -70,9 +72,12 @@ interface Origin {
 }
 
 /**
- * Serves many stateless Streamable HTTP exchanges with ONE MCP SDK `Server` (and so one
- * JSON Schema validator and one set of handlers for the process): `server.connect(router)`
- * once, then `router.handle(...)` for every POST.
+ * Serves every stateless Streamable HTTP exchange, in either protocol era. A POST carrying the
+ * per-request `_meta` envelope of MCP 2026-07-28 (or a header or body claiming it) goes to the
+ * SDK's modern entry (`modern`, ModernExchanges), classified by the SDK's own
+ * `classifyInboundRequest`; every other (legacy-era) exchange is served here with ONE MCP SDK
+ * `Server` (and so one JSON Schema validator and one set of handlers for the process):
+ * `server.connect(router)` once, then `router.handle(...)` for every POST.
  *
  * Each POST is checked as the MCP transport specification asks of a server without sessions
  * that answers in JSON (see postMessages), its requests are passed to the shared server under
@@ -96,7 +101,10 @@ export class McpExchangeRouter implements Transport {
    * AbortController, the request checked against five of its schemas and the result against
    * one); every other message goes to the server.
    */
-  constructor(private readonly callTool: ToolCaller) {}
+  constructor(
+    private readonly callTool: ToolCaller,
+    private readonly modern: ModernExchanges,
+  ) {}
 
   async start(): Promise<void> {}
 
@@ -130,16 +138,17 @@ export class McpExchangeRouter implements Transport {
     parsedBody: unknown,
     app?: AppState,
   ): Promise<void> {
+    if (!isLegacyExchange(request, parsedBody)) {
+      await this.modern.serve(request, response, parsedBody, app);
+      return;
+    }
     const read = postMessages(request, parsedBody);
     if (read.refusal !== undefined) {
       this.onerror?.(new Error(read.refusal.message));
       writeRefusal(response, read.refusal, app);
       return;
     }
-    const extra: MessageExtraInfo = {
-      authInfo: request.auth,
-      requestInfo: { headers: request.headers },
-    };
+    const extra: MessageExtraInfo = { authInfo: request.auth };
     const { messages } = read;
     if (!messages.some(isRequest)) {
       for (const message of messages) this.receive(undefined, message, extra);
@@ -175,7 +184,7 @@ export class McpExchangeRouter implements Transport {
       }
       const problem = invalidParamsProblem(message);
       if (problem !== undefined) {
-        const error = { code: ErrorCode.InvalidParams, message: problem };
+        const error = { code: ProtocolErrorCode.InvalidParams, message: problem };
         exchange.answer({ jsonrpc: '2.0', id: message.id, error });
         return undefined;
       }

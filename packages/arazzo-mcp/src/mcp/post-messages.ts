@@ -1,14 +1,16 @@
 import type { IncomingMessage } from 'node:http';
 import { JSON_RPC } from '@mcp-identity/common';
-import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
-import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
+import { JSONRPCMessageSchema } from '@modelcontextprotocol/core';
 import {
   isInitializeRequest,
+  isJsonContentType,
   type JSONRPCMessage,
-  JSONRPCMessageSchema,
   type JSONRPCRequest,
   SUPPORTED_PROTOCOL_VERSIONS,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
+
+/** The SDK's Streamable HTTP transport's bound on a legacy batch (not exported by the SDK). */
+const MAX_BATCH_SIZE = 100;
 
 /** What the MCP SDK's transport answers HTTP-level refusals with (a server-defined code). */
 export const TRANSPORT_ERROR = -32000;
@@ -25,9 +27,10 @@ const refuse = (status: number, code: number, message: string) => ({
 });
 
 /**
- * The JSON-RPC messages of one POST to a stateless Streamable HTTP endpoint, or why the POST
- * is refused: the checks the MCP transport specification (2025-06-18, "Sending Messages to the
- * Server" and "Protocol Version Header") asks of a server without sessions, in the order and
+ * The JSON-RPC messages of one legacy-era POST (no per-request `_meta` envelope, see
+ * `routeExchange`) to a stateless Streamable HTTP endpoint, or why the POST is refused: the
+ * checks the MCP transport specification (2025-06-18, "Sending Messages to the Server" and
+ * "Protocol Version Header") asks of a server without sessions, in the order and
  * with the status codes, error codes and messages of the MCP SDK's own transport, so clients
  * see the same answers. Messages are validated with the SDK's `JSONRPCMessageSchema`.
  */

@@ -1,10 +1,10 @@
 import {
   CallToolRequestSchema,
   InitializeRequestSchema,
-  type JSONRPCRequest,
   ListToolsRequestSchema,
   PingRequestSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/core';
+import type { JSONRPCRequest } from '@modelcontextprotocol/server';
 
 /** The requests this server answers, with the SDK's schema of each. */
 const SCHEMAS = new Map(

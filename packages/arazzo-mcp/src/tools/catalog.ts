@@ -1,10 +1,10 @@
 import type { WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
 import {
   type CallToolResult,
-  ErrorCode,
-  McpError,
+  ProtocolError,
+  ProtocolErrorCode,
   type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
 import { type ArgumentReader, createArgumentReader } from './arguments.js';
 import { invalidArgumentsResult, type ResultOptions, toCallToolResult } from './results.js';
 import { buildTools, type ToolShapeOptions, type WorkflowTool } from './shape.js';
@@ -29,7 +29,7 @@ export interface ToolCatalog {
   list(): Tool[];
   /**
    * Runs one `tools/call`. Never rejects for a workflow failure (that is a result);
-   * rejects with an McpError (-32602) only for an unknown tool.
+   * rejects with a ProtocolError (-32602) only for an unknown tool.
    */
   call(name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult>;
 }
@@ -47,8 +47,10 @@ export function createToolCatalog(
   const listing: Tool[] = tools.map((tool) => ({
     name: tool.name,
     description: tool.description,
-    inputSchema: tool.inputSchema,
-    outputSchema: tool.outputSchema,
+    // Built from the JSON (or YAML) documents, so they hold JSON values only, which the SDK's
+    // type spells out member by member.
+    inputSchema: tool.inputSchema as Tool['inputSchema'],
+    outputSchema: tool.outputSchema as Tool['outputSchema'],
   }));
 
   return {
@@ -56,7 +58,8 @@ export function createToolCatalog(
     list: () => listing,
     async call(name, args) {
       const entry = byName.get(name);
-      if (!entry) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
+      if (!entry)
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${name} not found`);
       const { tool, read } = entry;
       const checked = read(args);
       if (!checked.ok) return invalidArgumentsResult(tool, checked.problems);

@@ -1,5 +1,5 @@
 import type { RunFailure, WorkflowResult } from '@mcp-identity/arazzo';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { pythonDictRepr, pythonStrRepr } from './python-repr.js';
 import type { WorkflowTool } from './shape.js';
 
