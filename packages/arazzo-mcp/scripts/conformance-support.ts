@@ -8,9 +8,33 @@ import { fileURLToPath } from 'node:url';
 import { obtainTokenWithLoginForm } from '@mcp-identity/oauth';
 import { spawnServe } from '../test/support/serve-bin.js';
 
-const WORKFLOWS = fileURLToPath(
+export const WORKFLOWS = fileURLToPath(
   new URL('../../../workflows/scim/scim.arazzo.yaml', import.meta.url),
 );
+/** The suite's checks that do not apply to our servers at the 2026-07-28 wire, and why. */
+const MODERN_NOT_APPLICABLE = fileURLToPath(
+  new URL('../test/fixtures/conformance-2026-07-28-not-applicable.yaml', import.meta.url),
+);
+
+/**
+ * `conformance` arguments running every server scenario of the 2026-07-28 revision (pending
+ * ones included: `http-header-validation` is one) at that wire against `mcpUrl`; the run fails
+ * on any failing or warning check MODERN_NOT_APPLICABLE does not list, and on an entry of it
+ * that passes.
+ */
+export function modernScenarioArgs(mcpUrl: string): string[] {
+  return [
+    'server',
+    '--url',
+    mcpUrl,
+    '--suite',
+    'all',
+    '--spec-version',
+    '2026-07-28',
+    '--expected-failures',
+    MODERN_NOT_APPLICABLE,
+  ];
+}
 const EMAIL = 'conformance@localhost';
 export const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 

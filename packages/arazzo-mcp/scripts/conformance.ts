@@ -6,9 +6,11 @@
  *     workflows, and reads the first account's password from its output;
  *  2. obtains an access token through the authorization code flow (registration, the login
  *     form, PKCE, the token endpoint) — the way a user's MCP client would;
- *  3. `conformance server` for the applicable server scenarios (CONFORMANCE_SERVER_SCENARIOS of
- *     @mcp-identity/common/testing), through a loopback proxy
- *     that adds the Bearer token (the suite's client cannot send one);
+ *  3. `conformance server` for the applicable legacy-era server scenarios
+ *     (CONFORMANCE_SERVER_SCENARIOS of @mcp-identity/common/testing), then every server scenario
+ *     at the 2026-07-28 wire against the checks listed not applicable in
+ *     test/fixtures/conformance-2026-07-28-not-applicable.yaml, through a loopback proxy that
+ *     adds the Bearer token (the suite's client cannot send one);
  *  4. `conformance authorization` against the authorization server, when the installed suite
  *     has that command (0.2.0-alpha and later), driving the login form headlessly.
  *
@@ -27,6 +29,7 @@ import {
   ANSI_COLOUR,
   CHECK_LINE,
   checkLines,
+  modernScenarioArgs,
   type Outcome,
   obtainAccessToken,
   registerClient,
@@ -48,6 +51,10 @@ async function runServerScenarios(mcpUrl: string): Promise<Outcome[]> {
     for (const line of checkLines(output)) console.log(`  ${line}`);
     outcomes.push({ run: `server ${scenario}`, status: code === 0 ? 'PASS' : 'FAIL' });
   }
+  const { code, output } = await conformance(modernScenarioArgs(mcpUrl)).done;
+  console.log(`\n--- conformance server, every scenario at the 2026-07-28 wire (exit ${code})`);
+  for (const line of checkLines(output)) console.log(`  ${line}`);
+  outcomes.push({ run: 'server, 2026-07-28 wire', status: code === 0 ? 'PASS' : 'FAIL' });
   return outcomes;
 }
 

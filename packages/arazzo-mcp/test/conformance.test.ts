@@ -1,5 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { startArazzoMcpHttp } from '@mcp-identity/arazzo-mcp';
+import { createLogger, type RunningServer } from '@mcp-identity/common';
 import {
   CONFORMANCE_SERVER_SCENARIOS,
   runConformance,
@@ -7,10 +9,12 @@ import {
 } from '@mcp-identity/common/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  modernScenarioArgs,
   obtainAccessToken,
   type Started,
   startServer,
   startTokenProxy,
+  WORKFLOWS,
 } from '../scripts/conformance-support.js';
 
 /*
@@ -18,8 +22,10 @@ import {
  * A) with the SCIM workflows, signed in through the authorization code flow; the same run as
  * `npm run conformance`, minus its authorization scenarios (which need a fixed callback port).
  *
- * The scenarios, and why the suite's others are not applicable: CONFORMANCE_SERVER_SCENARIOS in
- * @mcp-identity/common/testing.
+ * The legacy-era scenarios, and why the suite's others are not applicable there:
+ * CONFORMANCE_SERVER_SCENARIOS in @mcp-identity/common/testing. At the 2026-07-28 wire every
+ * scenario runs, against the checks listed not applicable in
+ * fixtures/conformance-2026-07-28-not-applicable.yaml.
  */
 const tempDir = useTempDir('arazzo-mcp-conformance-');
 
@@ -52,6 +58,12 @@ describe('MCP conformance suite against serve --auth builtin', () => {
     expect(output).toContain('invalid_token');
   }, 60_000);
 
+  it('passes every applicable scenario at the 2026-07-28 wire', async () => {
+    const { code, output } = await runConformance(modernScenarioArgs(proxiedMcpUrl)).done;
+    expect(code, output).toBe(0);
+    expect(output).toContain('Baseline check passed');
+  }, 60_000);
+
   it.each(CONFORMANCE_SERVER_SCENARIOS)(
     'passes %s',
     async (scenario) => {
@@ -66,4 +78,28 @@ describe('MCP conformance suite against serve --auth builtin', () => {
     },
     60_000,
   );
+});
+
+// Without authentication POST /mcp is served before Fastify (mcp-front.ts): the other path to
+// the same exchanges.
+describe('MCP conformance suite against serve (the SCIM MCP server, no authentication)', () => {
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    server = await startArazzoMcpHttp({
+      arazzo: WORKFLOWS,
+      port: 0,
+      handleSignals: false,
+      env: {},
+      logger: createLogger({ level: 'silent', pretty: false }),
+    });
+  });
+
+  afterAll(() => server?.close());
+
+  it('passes every applicable scenario at the 2026-07-28 wire', async () => {
+    const { code, output } = await runConformance(modernScenarioArgs(`${server.url}/mcp`)).done;
+    expect(code, output).toBe(0);
+    expect(output).toContain('Baseline check passed');
+  }, 60_000);
 });

@@ -2,13 +2,8 @@ import { useTempDir } from '@mcp-identity/common/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  FIXTURE_ENV,
-  type FixtureApi,
-  startFixtureApi,
-  writeFixtures,
-} from './support/fixture-api.js';
-import { BIN_ARGS } from './support/serve-bin.js';
+import { type FixtureApi, startFixtureApi, writeFixtures } from './support/fixture-api.js';
+import { stdioServeParameters } from './support/serve-bin.js';
 
 const tempDir = useTempDir('arazzo-mcp-stdio-');
 let api: FixtureApi;
@@ -18,23 +13,7 @@ beforeAll(async () => {
   api = await startFixtureApi();
   const files = writeFixtures(tempDir(), api.url);
   client = new Client({ name: 'arazzo-mcp-stdio', version: '1.0.0' });
-  await client.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [
-        ...BIN_ARGS,
-        'serve',
-        '--transport',
-        'stdio',
-        '--arazzo',
-        files.users,
-        '--source-server',
-        `scim=${api.url}/scim2`,
-      ],
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...FIXTURE_ENV },
-      stderr: 'pipe',
-    }),
-  );
+  await client.connect(new StdioClientTransport(stdioServeParameters(files.users, api.url)));
 }, 30_000);
 
 afterAll(async () => {

@@ -128,7 +128,14 @@ describe('Streamable HTTP transport', () => {
     expect(text(second)).toContain("'id': 'b'");
   });
 
-  it.each(['2025-06-18', '2025-11-25'])('negotiates protocol version %s', async (version) => {
+  // An initialize asking for a version the server does not negotiate there (an unknown one, or
+  // the modern 2026-07-28, which initialize never selects) gets the lifecycle's counter-offer.
+  it.each([
+    ['2025-06-18', '2025-06-18'],
+    ['2025-11-25', '2025-11-25'],
+    ['1999-01-01', '2025-11-25'],
+    ['2026-07-28', '2025-11-25'],
+  ])('answers an initialize asking for %s with protocol version %s', async (asked, version) => {
     const response = await fetch(`${baseUrl}/mcp`, {
       method: 'POST',
       headers: {
@@ -140,7 +147,7 @@ describe('Streamable HTTP transport', () => {
         id: 1,
         method: 'initialize',
         params: {
-          protocolVersion: version,
+          protocolVersion: asked,
           capabilities: {},
           clientInfo: { name: 't', version: '1' },
         },

@@ -1,12 +1,35 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { FIXTURE_ENV } from './fixture-api.js';
 
 const BIN = fileURLToPath(new URL('../../src/bin.ts', import.meta.url));
 const REGISTER_SOURCES = fileURLToPath(new URL('./register-sources.mjs', import.meta.url));
 
 /** Node arguments that run the `arazzo-mcp` command from its TypeScript sources. */
 export const BIN_ARGS: readonly string[] = ['--import', 'tsx', '--import', REGISTER_SOURCES, BIN];
+
+/**
+ * `arazzo-mcp serve --transport stdio` over the fixture workflows file `arazzo`, its API at
+ * `apiUrl` (startFixtureApi): what the SDK clients' stdio transports take.
+ */
+export function stdioServeParameters(arazzo: string, apiUrl: string) {
+  return {
+    command: process.execPath,
+    args: [
+      ...BIN_ARGS,
+      'serve',
+      '--transport',
+      'stdio',
+      '--arazzo',
+      arazzo,
+      '--source-server',
+      `scim=${apiUrl}/scim2`,
+    ],
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...FIXTURE_ENV },
+    stderr: 'pipe' as const,
+  };
+}
 
 /** Node arguments that run the built command (`npx tsc -b` first), as it is deployed. */
 export const DIST_BIN_ARGS: readonly string[] = [
