@@ -81,13 +81,28 @@ describe('the gateway → SCIM MCP server credential', () => {
   });
 });
 
+describe('the SCIM proxy `up` deploys', () => {
+  it('serves the modern era (2026-07-28) beside the legacy 2025-11-25 and 2025-06-18', () => {
+    const dataDir = tempDir();
+    const proxy = scimProxyDefinition(
+      stackLayout(dataDir, ports),
+      loadOrCreateStackSecrets(dataDir),
+    ) as { spec: { specVersions: string[] } };
+    expect(proxy.spec.specVersions).toEqual(['2025-06-18', '2025-11-25', '2026-07-28']);
+  });
+});
+
 describe('API resources and the read-only user', () => {
-  it('declares one API resource per gateway listener, offering the rules’ scopes, to no application', () => {
+  it('declares one API resource per gateway listener and loopback spelling, offering the rules’ scopes, to no application', () => {
     const layout = stackLayout(tempDir(), ports);
     const resources = gatewayApiResources(layout);
     expect(resources.map((resource) => resource.identifier)).toEqual([
       'https://localhost:18443/scim/mcp',
+      'https://127.0.0.1:18443/scim/mcp',
+      'https://[::1]:18443/scim/mcp',
       'http://localhost:18080/scim/mcp',
+      'http://127.0.0.1:18080/scim/mcp',
+      'http://[::1]:18080/scim/mcp',
     ]);
     for (const resource of resources) {
       expect(resource.scopes).toEqual(gatewayRuleScopes());

@@ -10,6 +10,14 @@ export { batchedStdout, exitOnceLogged } from './batched-stdout.js';
 export { type BearerChallengeParams, bearerChallenge } from './bearer-challenge.js';
 export { declaredCharset, isUtf8Body } from './charset.js';
 export { clientNetwork, IPV4_NETWORK_PREFIX, IPV6_NETWORK_PREFIX } from './client-address.js';
+export {
+  type ClientIdMetadata,
+  ClientIdMetadataError,
+  type ClientIdMetadataOptions,
+  ClientIdMetadataResolver,
+  clientIdUrlProblem,
+  isClientIdMetadataUrl,
+} from './client-id-metadata.js';
 export { type Clock, epochSeconds, systemClock } from './clock.js';
 export {
   ConfigError,
@@ -118,6 +126,7 @@ export {
   isRedirectUriAllowed,
   MAX_REDIRECT_URI_LENGTH,
   MAX_REDIRECT_URIS,
+  redirectUriHost,
   redirectUriProblem,
 } from './redirect-uris.js';
 export { connectRedis, inRedis, redisReady, StateUnavailableError } from './redis.js';

@@ -11,6 +11,8 @@ describe('redirectUriProblem (registration allow-list)', () => {
     'com.example.app:/oauth2redirect',
     'com.example.app:/oauth2redirect/provider',
     'io.modelcontextprotocol.inspector:/cb',
+    'cursor://anysphere.cursor-retrieval/oauth/callback',
+    'myapp://app.example.com/cb?x=1',
   ])('accepts %s', (uri) => {
     expect(redirectUriProblem(uri)).toBeUndefined();
   });
@@ -23,6 +25,17 @@ describe('redirectUriProblem (registration allow-list)', () => {
     ['data:text/html,<script>alert(1)</script>', /scheme/],
     ['file:///etc/passwd', /scheme/],
     ['myapp:/cb', /scheme/],
+    ['myapp://localhost/cb', /scheme/],
+    ['myapp://app.example.com:8080/cb', /scheme/],
+    ['javascript://app.example.com/%0Aalert(1)', /scheme/],
+    ['JavaScript://app.example.com/%0Aalert(1)', /scheme/],
+    ['x-javascript://app.example.com/%0Aalert(1)', /scheme/],
+    ['vbscript://app.example.com/cb', /scheme/],
+    ['data://app.example.com/cb', /scheme/],
+    ['file://app.example.com/etc/passwd', /scheme/],
+    ['blob://app.example.com/cb', /scheme/],
+    ['about://app.example.com/cb', /scheme/],
+    ['wss://app.example.com/cb', /scheme/],
     ['.example.app:/cb', /absolute|scheme/],
     ['ws://localhost/cb', /scheme/],
     ['http://app.example.com/cb', /https/],

@@ -44,6 +44,13 @@ const SERVE = defineConfig({
     env: 'IDP_HTTP',
     default: false,
   },
+  clientMetadataAllowPrivateAddresses: {
+    type: 'boolean',
+    description:
+      'Development only: fetch Client ID Metadata Documents from loopback and private addresses too (SSRF protection off)',
+    env: 'IDP_CLIENT_METADATA_ALLOW_PRIVATE_ADDRESSES',
+    default: false,
+  },
 });
 
 const APPS_CREATE = defineConfig({
@@ -147,6 +154,7 @@ async function serve(args: readonly string[]): Promise<number> {
     http: values.http,
     handleSignals: true,
     allowedOrigins: values.allowedOrigins,
+    clientIdMetadata: { allowPrivateAddresses: values.clientMetadataAllowPrivateAddresses },
     ...(values.bootstrap ? { bootstrap: values.bootstrap } : {}),
     ...(values.issuer ? { issuer: values.issuer } : {}),
     ...(publicUrl ? { publicUrl } : {}),

@@ -1,5 +1,7 @@
 import {
   batchedStdout,
+  type ClientIdMetadataOptions,
+  ClientIdMetadataResolver,
   type Clock,
   createApp,
   createCorsHook,
@@ -24,6 +26,7 @@ import {
   readBootstrapFile,
 } from './bootstrap/apply.js';
 import { registerIdpMetrics } from './metrics.js';
+import { OAuthClients } from './oauth/document-clients.js';
 import { GrantStore } from './oauth/grants.js';
 import { DEFAULT_OAUTH_LIMITS, type OAuthLimits, oauthRoutes } from './oauth/routes/index.js';
 import { LoginTransactions } from './oauth/transactions.js';
@@ -69,6 +72,12 @@ export type IdpOptions = {
   limits?: Partial<OAuthLimits>;
   /** Every expiry's clock (tests). */
   clock?: Clock;
+  /**
+   * Client ID Metadata Documents: a client whose `client_id` is an HTTPS URL is described by the
+   * document there, fetched by common's SSRF-safe resolver (a development allowance for private
+   * addresses, extra CAs, size, time and cache bounds). On by default; `false` turns it off.
+   */
+  clientIdMetadata?: ClientIdMetadataOptions | false;
 };
 
 export type RunningIdp = {
@@ -263,8 +272,17 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
         methods: ['GET', 'POST'],
       }),
     );
+    const documents =
+      options.clientIdMetadata === false
+        ? undefined
+        : new ClientIdMetadataResolver({
+            ...(options.clock ? { clock: options.clock } : {}),
+            ...options.clientIdMetadata,
+          });
+    if (documents) app.addHook('onClose', () => documents.close());
     await app.register(oauthRoutes, {
       apps: core.apps,
+      clients: new OAuthClients(core.apps, documents, KNOWN_SCOPES),
       tokens: core.tokens,
       grants: core.grants,
       transactions: new LoginTransactions(core.db, {

@@ -233,8 +233,12 @@ describe('OAuth 2.0 endpoints', async () => {
       expect(unknown.status).toBe(400);
       const plain = await fetch(
         `${idp.url}/oauth2/authorize?${new URLSearchParams({ ...params, code_challenge_method: 'plain' })}`,
+        { redirect: 'manual' },
       );
-      expect(plain.status).toBe(400);
+      expect(plain.status).toBe(302);
+      expect(new URL(plain.headers.get('location')!).searchParams.get('error')).toBe(
+        'invalid_request',
+      );
     });
 
     it('rejects a wrong password by showing the form again', async () => {

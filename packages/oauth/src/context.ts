@@ -1,9 +1,12 @@
+import type { ClientIdMetadataResolver } from '@mcp-identity/common';
 import type { IssuerResolver } from './issuer.js';
 import type { ResolvedOptions } from './options.js';
 
 /** What every route of the authorization server needs. */
 export interface ServerContext extends ResolvedOptions {
   issuer: IssuerResolver;
+  /** Fetches Client ID Metadata Documents; undefined when they are turned off. */
+  clientDocuments: ClientIdMetadataResolver | undefined;
 }
 
 /**

@@ -55,6 +55,8 @@ export interface LoginPageModel {
   clientName?: string;
   logoUri?: string;
   clientUri?: string;
+  /** For a Client ID Metadata Document client: the host its document was fetched from. */
+  documentHost?: string | undefined;
   redirectHost: string;
   /** Authorize parameters carried through the form, in order. */
   hidden: ReadonlyArray<readonly [name: string, value: string]>;
@@ -68,6 +70,11 @@ export interface LoginPageModel {
  */
 function clientIntroduction(model: LoginPageModel): string {
   const id = `<code id="client-id">${escapeHtml(model.clientId)}</code>`;
+  // A document's name is the claim of whoever serves its URL: the host says who that is.
+  const source =
+    model.documentHost === undefined
+      ? 'The application named itself'
+      : `The application is described by <strong id="client-host">${escapeHtml(model.documentHost)}</strong>`;
   if (model.clientName === undefined) {
     return `<p>The client ${id} asks for access to your MCP tools (scope <code>mcp:tools</code>).</p>`;
   }
@@ -80,7 +87,7 @@ function clientIntroduction(model: LoginPageModel): string {
       ? ''
       : ` (<a id="client-uri" href="${escapeHtml(model.clientUri)}" rel="noopener noreferrer" target="_blank">${escapeHtml(model.clientUri)}</a>)`;
   return `<div class="client">${logo}<p><strong id="client-name">${escapeHtml(model.clientName)}</strong>${home} asks for access to your MCP tools (scope <code>mcp:tools</code>).</p></div>
-<p class="muted">The application named itself; client id ${id}.</p>`;
+<p class="muted">${source}; client id ${id}.</p>`;
 }
 
 export function renderLoginPage(model: LoginPageModel): string {

@@ -1,4 +1,9 @@
-import { InvalidArgumentError, memoryThrottles, type ThrottleFactory } from '@mcp-identity/common';
+import {
+  type ClientIdMetadataOptions,
+  InvalidArgumentError,
+  memoryThrottles,
+  type ThrottleFactory,
+} from '@mcp-identity/common';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import type { OAuthStore } from './store.js';
@@ -128,6 +133,13 @@ export interface OAuthServerOptions {
    * rotation.
    */
   refreshTokenRaceWindowSeconds?: number;
+  /**
+   * Client ID Metadata Documents: a client whose `client_id` is an HTTPS URL is described by the
+   * document there, fetched by common's SSRF-safe resolver (its options: a development
+   * allowance for private addresses, extra CAs, size, time and cache bounds). On by default;
+   * `false` turns it off (and it is then not advertised).
+   */
+  clientIdMetadata?: ClientIdMetadataOptions | false;
 }
 
 export interface ResolvedOptions {

@@ -1,5 +1,10 @@
 import formbody from '@fastify/formbody';
-import { OAuthError, oauthError, sendOAuthError } from '@mcp-identity/common';
+import {
+  ClientIdMetadataResolver,
+  OAuthError,
+  oauthError,
+  sendOAuthError,
+} from '@mcp-identity/common';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { ServerContext } from './context.js';
 import { renderErrorPage, sendHtml } from './html.js';
@@ -48,6 +53,11 @@ function installErrorHandler(app: FastifyInstance): void {
  */
 export const oauthServer: FastifyPluginAsync<OAuthServerOptions> = async (app, options) => {
   const resolved = resolveOptions(options);
+  const clientDocuments =
+    options.clientIdMetadata === false
+      ? undefined
+      : new ClientIdMetadataResolver({ clock: resolved.clock, ...options.clientIdMetadata });
+  if (clientDocuments !== undefined) app.addHook('onClose', () => clientDocuments.close());
   const ctx: ServerContext = {
     ...resolved,
     issuer: createIssuerResolver({
@@ -55,6 +65,7 @@ export const oauthServer: FastifyPluginAsync<OAuthServerOptions> = async (app, o
       trustProxy: options.trustProxy,
       basePath: app.prefix,
     }),
+    clientDocuments,
   };
   installErrorHandler(app);
   // A host that already parses forms keeps its parser; registering a second one would throw.

@@ -92,7 +92,6 @@ describe('GET /oauth/authorize', () => {
     ['code_challenge_method is missing', { code_challenge_method: undefined }, /must be S256\./],
     ['code_challenge is malformed', { code_challenge: 'short' }, /not a Base64Url/],
     ['state is missing', { state: undefined }, /state parameter is missing/],
-    ['resource is foreign', { resource: 'https://other.example/mcp' }, /resource must be/],
   ];
   for (const [label, overrides, message] of failures) {
     it(`answers 400 without redirecting when ${label}`, async () => {
@@ -106,6 +105,25 @@ describe('GET /oauth/authorize', () => {
       expect(html).toMatch(message);
     });
   }
+
+  it('redirects a foreign resource to the client as invalid_target, with state and iss (RFC 6749 §4.1.2.1)', async () => {
+    const params = authorizeParams(clientId, challenge, {
+      resource: 'https://other.example/mcp',
+      state: 's-1',
+    });
+    const response = await fetch(`${host.url}/oauth/authorize?${new URLSearchParams(params)}`, {
+      redirect: 'manual',
+    });
+    expect(response.status).toBe(303);
+    const location = new URL(response.headers.get('location') ?? '');
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
+    expect(Object.fromEntries(location.searchParams)).toEqual({
+      error: 'invalid_target',
+      error_description: `The resource must be ${host.url}/mcp.`,
+      state: 's-1',
+      iss: host.url,
+    });
+  });
 
   it('answers 400 when a parameter is repeated', async () => {
     const query = new URLSearchParams(authorizeParams(clientId, challenge));

@@ -85,4 +85,32 @@ describe('a strict OAuth client (oauth4webapi)', () => {
     );
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
   });
+
+  it('validates iss on an error response (RFC 9207) and tells another issuer apart', async () => {
+    const issuer = new URL(host.url);
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+    );
+    expect(as.authorization_response_iss_parameter_supported).toBe(true);
+    const client: oauth.Client = { client_id: await registerClient(host.url) };
+    const state = oauth.generateRandomState();
+    const authorizeUrl = new URL(as.authorization_endpoint ?? '');
+    authorizeUrl.search = new URLSearchParams({
+      client_id: client.client_id,
+      redirect_uri: REDIRECT_URI,
+      response_type: 'code',
+      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+      code_challenge_method: 'S256',
+      state,
+      resource: 'https://other.example/mcp',
+    }).toString();
+    const refused = await fetch(authorizeUrl, { redirect: 'manual' });
+    const callback = new URL(refused.headers.get('location') ?? '');
+    expect(() => oauth.validateAuthResponse(as, client, callback, state)).toThrow(
+      oauth.AuthorizationResponseError,
+    );
+    callback.searchParams.set('iss', 'https://other.example');
+    expect(() => oauth.validateAuthResponse(as, client, callback, state)).toThrow(/"iss"/);
+  });
 });

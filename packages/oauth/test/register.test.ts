@@ -116,6 +116,8 @@ describe('POST /oauth/register', () => {
       'http://127.0.0.1/cb',
       'http://[::1]:8080/cb',
       'com.example.app:/oauth2redirect',
+      // Cursor's: a one-word scheme whose authority is the reverse domain name.
+      'cursor://anysphere.cursor-retrieval/oauth/callback',
     ];
     const response = await register(host.url, JSON.stringify({ redirect_uris: uris }));
     expect(response.status).toBe(200);
@@ -125,6 +127,11 @@ describe('POST /oauth/register', () => {
   for (const [label, uri] of [
     ['non-loopback http', 'http://app.example/cb'],
     ['javascript:', 'javascript:alert(1)'],
+    [
+      'javascript: with a reverse-domain authority',
+      'javascript://anysphere.cursor-retrieval/%0Aalert(1)',
+    ],
+    ['a one-word scheme without a domain', 'myapp:/cb'],
     ['data:', 'data:text/html,hi'],
     ['a fragment', 'https://app.example/cb#frag'],
     ['a relative URI', '/cb'],

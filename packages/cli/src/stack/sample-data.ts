@@ -87,18 +87,42 @@ function scimUser(user: SampleUser): BootstrapUser {
 /** An RFC 8707 API resource as the IdP's bootstrap file declares it (`apiResources`). */
 export type ApiResourceBootstrap = NonNullable<BootstrapDocument['apiResources']>[number];
 
+/** The host spellings a loopback listener answers to (the gateway's `Listener` takes each). */
+const LOOPBACK_SPELLINGS = ['localhost', '127.0.0.1', '[::1]'];
+
 /**
- * One API resource per gateway listener, offering the scopes the gateway's
- * rules use, so a standard MCP client that found the gateway's metadata gets a
- * token for it after its user signs in. No application is listed: the backend
- * must never get the gateway's audience.
+ * The resource URL under every loopback host spelling: the gateway names its resource after
+ * the Host a client used (RFC 9728 §3.3), and RFC 8707 identifiers are compared exactly, so
+ * each spelling is its own API resource.
+ */
+function loopbackSpellings(url: string): string[] {
+  return LOOPBACK_SPELLINGS.map((host) => {
+    const spelled = new URL(url);
+    spelled.hostname = host;
+    return spelled.href;
+  });
+}
+
+/**
+ * One API resource per gateway listener and loopback spelling, offering the scopes the
+ * gateway's rules use, so a standard MCP client that found the gateway's metadata gets a
+ * token for it after its user signs in. No application is listed: the backend must never get
+ * the gateway's audience.
  */
 export function gatewayApiResources(layout: StackLayout): ApiResourceBootstrap[] {
   const scopes = gatewayRuleScopes();
   return [
-    { identifier: layout.gateway.mcpUrl, name: 'SCIM MCP gateway (HTTPS)' },
-    { identifier: layout.gateway.plainMcpUrl, name: 'SCIM MCP gateway (HTTP)' },
-  ].map((resource) => ({ ...resource, scopes, dynamicClients: true, applications: [] }));
+    { url: layout.gateway.mcpUrl, name: 'SCIM MCP gateway (HTTPS)' },
+    { url: layout.gateway.plainMcpUrl, name: 'SCIM MCP gateway (HTTP)' },
+  ].flatMap(({ url, name }) =>
+    loopbackSpellings(url).map((identifier) => ({
+      identifier,
+      name,
+      scopes,
+      dynamicClients: true,
+      applications: [],
+    })),
+  );
 }
 
 /** A person who can sign in and only read users: the role `user-auditor` (list and view). */

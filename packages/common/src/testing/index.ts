@@ -6,11 +6,22 @@ export {
   launchChromium,
 } from './browser.js';
 export {
+  type ClientMetadataServer,
+  refusedClientDocuments,
+  type ServedDocument,
+  startClientMetadataServer,
+} from './client-metadata-server.js';
+export {
   CONFORMANCE_SERVER_SCENARIOS,
   type ConformanceOptions,
   type ConformanceRun,
   runConformance,
 } from './conformance.js';
+export {
+  type AuthorizationConformanceOptions,
+  type ConformanceCheck,
+  runAuthorizationConformance,
+} from './conformance-authorization.js';
 export { findExecutable, postgresBinDir } from './executables.js';
 export { type FixedUpstream, startFixedUpstream } from './fixed-upstream.js';
 export {

@@ -6,6 +6,12 @@ export function loginPage(input: {
   params: Record<string, string>;
   csrf: string;
   clientName: string;
+  /** For a Client ID Metadata Document client: the host its document came from. */
+  documentHost?: string | undefined;
+  /** The scopes asked for. */
+  scopes: readonly string[];
+  /** Where the browser is sent back to after sign-in. */
+  redirectHost: string;
   error?: string;
   userName?: string;
 }): string {
@@ -16,6 +22,15 @@ export function loginPage(input: {
     )
     .join('\n      ');
   const error = input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` : '';
+  // A document's name is the claim of whoever serves its URL: the host says who that is.
+  const source = input.documentHost
+    ? `<p class="muted">The application is described by <strong id="client-host">${escapeHtml(input.documentHost)}</strong>.</p>`
+    : '<p class="muted">The application named itself.</p>';
+  const scopes = input.scopes.length
+    ? `<p>It asks for:</p>
+  <ul id="scopes">${input.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join('')}</ul>
+  <p class="muted">You get only what your role grants; if it grants none of these, the application is told so.</p>`
+    : '';
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -28,11 +43,15 @@ export function loginPage(input: {
     input[type=text], input[type=password] { width: 100%; padding: .5rem; box-sizing: border-box; }
     button { margin-top: 1.5rem; padding: .5rem 1rem; }
     .error { color: #b00020; }
+    .muted { color: #666; font-size: .85rem; }
   </style>
 </head>
 <body>
   <h1>Sign in</h1>
-  <p><strong>${escapeHtml(input.clientName)}</strong> wants to access your account.</p>
+  <p><strong id="client-name">${escapeHtml(input.clientName)}</strong> wants to access your account.</p>
+  ${source}
+  ${scopes}
+  <p>After you sign in you will be sent back to <strong id="redirect-host">${escapeHtml(input.redirectHost)}</strong>.</p>
   ${error}
   <form method="post" action="${escapeHtml(input.action)}">
       ${hidden}

@@ -1,16 +1,20 @@
 import {
   AUTHORIZATION_REQUEST_PARAMETERS,
+  ClientIdMetadataError,
   clientNetwork,
+  isClientIdMetadataUrl,
   isRedirectUriAllowed,
   isS256Challenge,
   isUtf8Body,
+  type OAuthErrorCode,
   randomToken,
+  redirectUriHost,
   reserveEach,
   reserveForAddress,
   sha256Base64Url,
 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ClientDisplay } from '../client-metadata.js';
+import { type ClientDisplay, readClientDisplay } from '../client-metadata.js';
 import type { ServerContext } from '../context.js';
 import { singleParam } from '../context.js';
 import { renderErrorPage, renderLoginPage, sendHtml } from '../html.js';
@@ -20,8 +24,10 @@ import { CODE_TTL_MS, SCOPE, TRANSACTION_TTL_MS } from '../options.js';
 /** The validated authorize parameters (RFC 6749 §4.1.1, RFC 7636 §4.3). */
 interface AuthorizeRequest {
   clientId: string;
-  /** What the client registered about itself, shown on the login page. */
+  /** What the client registered or published about itself, shown on the login page. */
   display: ClientDisplay;
+  /** For a Client ID Metadata Document client, the host its document came from. */
+  documentHost: string | undefined;
   redirectUri: string;
   codeChallenge: string;
   state: string;
@@ -29,14 +35,25 @@ interface AuthorizeRequest {
   resource: string | undefined;
 }
 
-type Validation = { ok: true; value: AuthorizeRequest } | { ok: false; message: string };
-
 /**
  * No authorize parameter (RFC 6749 Appendix A: printable characters) and no e-mail address
  * (RFC 5321, RFC 6531) holds a control character; a NUL is moreover what some databases cannot
  * store or even compare, so such input is refused here and never reaches the host's login.
  */
 const CONTROL_CHARACTER = /\p{Cc}/u;
+
+/**
+ * A refused authorize request. With `redirect`, client and redirect URI were found good, so the
+ * client is told at its redirect URI (RFC 6749 §4.1.2.1); otherwise the browser must not be
+ * sent anywhere (RFC 9700 §4.11) and the user gets the spec's 400 page.
+ */
+type Refusal = {
+  ok: false;
+  message: string;
+  redirect?: { error: OAuthErrorCode; redirectUri: string; state: string | undefined };
+};
+
+type Validation = { ok: true; value: AuthorizeRequest } | Refusal;
 
 const PARAMS = AUTHORIZATION_REQUEST_PARAMETERS;
 type ParamName = (typeof PARAMS)[number];
@@ -56,9 +73,57 @@ function readParams(
   return { ok: true, params };
 }
 
+/** The client an authorize request names, as far as the login page and the redirect need it. */
+type FoundClient =
+  | {
+      ok: true;
+      display: ClientDisplay;
+      documentHost: string | undefined;
+      redirectUriAllowed: (uri: string) => boolean;
+    }
+  | Refusal;
+
 /**
- * Client, redirect URI, response type and PKCE method, identical for GET and POST. Nothing here redirects: until client and
- * redirect URI are known to be good, the browser must not be sent anywhere (RFC 9700 §4.11).
+ * A registered, unexpired dynamic client, or a client whose `client_id` is the HTTPS URL of its
+ * metadata document (draft-ietf-oauth-client-id-metadata-document), fetched and validated by
+ * common's resolver; a document's redirect URIs are matched exactly (its §4.2).
+ */
+async function findClient(clientId: string, ctx: ServerContext): Promise<FoundClient> {
+  if (ctx.clientDocuments !== undefined && isClientIdMetadataUrl(clientId)) {
+    try {
+      const metadata = await ctx.clientDocuments.resolve(clientId);
+      return {
+        ok: true,
+        display: readClientDisplay(metadata.document),
+        documentHost: metadata.host,
+        redirectUriAllowed: (uri) => metadata.redirectUris.includes(uri),
+      };
+    } catch (error) {
+      if (!(error instanceof ClientIdMetadataError)) throw error;
+      return { ok: false, message: `invalid_client: ${error.message}` };
+    }
+  }
+  const client = await ctx.store.getClient(clientId);
+  if (client === undefined || client.expiresAt <= ctx.clock()) {
+    return { ok: false, message: 'The client is not registered or its registration has expired.' };
+  }
+  return {
+    ok: true,
+    display: {
+      clientName: client.clientName,
+      logoUri: client.logoUri,
+      clientUri: client.clientUri,
+    },
+    documentHost: undefined,
+    redirectUriAllowed: (uri) => isRedirectUriAllowed(client.redirectUris, uri),
+  };
+}
+
+/**
+ * Client, redirect URI, response type and PKCE, identical for GET and POST. Until client and
+ * redirect URI are known to be good nothing redirects. The parameters of the spec's authorize
+ * request (system spec §2.6) keep its 400 page when they fail; a foreign `resource`, which
+ * the spec does not know, goes back to the client as `invalid_target` (RFC 8707 §2).
  */
 async function validateAuthorize(
   source: unknown,
@@ -68,14 +133,12 @@ async function validateAuthorize(
   const read = readParams(source);
   if (!read.ok) return read;
   const p = read.params;
-  const fail = (message: string): Validation => ({ ok: false, message });
+  const fail = (message: string): Refusal => ({ ok: false, message });
   if (p.client_id === undefined) return fail('The client_id parameter is missing.');
-  const client = await ctx.store.getClient(p.client_id);
-  if (client === undefined || client.expiresAt <= ctx.clock()) {
-    return fail('The client is not registered or its registration has expired.');
-  }
+  const client = await findClient(p.client_id, ctx);
+  if (!client.ok) return client;
   if (p.redirect_uri === undefined) return fail('The redirect_uri parameter is missing.');
-  if (!isRedirectUriAllowed(client.redirectUris, p.redirect_uri)) {
+  if (!client.redirectUriAllowed(p.redirect_uri)) {
     return fail('The redirect_uri is not allowed for this client.');
   }
   if (p.response_type !== 'code') return fail('The response_type must be code.');
@@ -86,17 +149,18 @@ async function validateAuthorize(
   }
   if (p.state === undefined) return fail('The state parameter is missing.');
   if (p.resource !== undefined && p.resource !== `${issuer}/mcp`) {
-    return fail(`The resource must be ${issuer}/mcp.`);
+    return {
+      ok: false,
+      message: `The resource must be ${issuer}/mcp.`,
+      redirect: { error: 'invalid_target', redirectUri: p.redirect_uri, state: p.state },
+    };
   }
   return {
     ok: true,
     value: {
       clientId: p.client_id,
-      display: {
-        clientName: client.clientName,
-        logoUri: client.logoUri,
-        clientUri: client.clientUri,
-      },
+      display: client.display,
+      documentHost: client.documentHost,
       redirectUri: p.redirect_uri,
       codeChallenge: p.code_challenge,
       state: p.state,
@@ -109,11 +173,6 @@ async function validateAuthorize(
 /** RFC 5321's path limit; longer input cannot be an account and is not passed to the host. */
 const MAX_EMAIL_LENGTH = 320;
 const MAX_PASSWORD_LENGTH = 1024;
-
-function redirectHost(redirectUri: string): string {
-  const url = new URL(redirectUri);
-  return url.host === '' ? `${url.protocol}` : url.host;
-}
 
 const LOGIN_MESSAGES: Record<string, string> = {
   invalid_credentials: 'The e-mail address or password is incorrect.',
@@ -151,6 +210,31 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
 
   const invalidRequest = (reply: FastifyReply, message: string) =>
     sendHtml(reply, 400, renderErrorPage('Invalid authorization request', message));
+
+  /** The browser back to the client with `values`, `state` and RFC 9207's `iss`. */
+  const redirectToClient = (
+    reply: FastifyReply,
+    redirectUri: string,
+    state: string | undefined,
+    issuer: string,
+    values: Record<string, string>,
+  ) => {
+    const location = new URL(redirectUri);
+    for (const [name, value] of Object.entries(values)) location.searchParams.set(name, value);
+    if (state !== undefined) location.searchParams.set('state', state);
+    location.searchParams.set('iss', issuer);
+    // 303, never 307: the browser must not replay a credential POST to the client.
+    return reply.code(303).header('cache-control', 'no-store').redirect(location.href, 303);
+  };
+
+  /** A refusal at its redirect URI when it has one (RFC 6749 §4.1.2.1), else the 400 page. */
+  const refuse = (reply: FastifyReply, refusal: Refusal, issuer: string) =>
+    refusal.redirect === undefined
+      ? invalidRequest(reply, refusal.message)
+      : redirectToClient(reply, refusal.redirect.redirectUri, refusal.redirect.state, issuer, {
+          error: refusal.redirect.error,
+          error_description: refusal.message,
+        });
 
   /** Bounds unauthenticated work: authorize requests per client IP and per network. */
   async function rateLimited(
@@ -220,7 +304,8 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
         applicationName: ctx.applicationName,
         clientId: request.clientId,
         ...request.display,
-        redirectHost: redirectHost(request.redirectUri),
+        documentHost: request.documentHost,
+        redirectHost: redirectUriHost(request.redirectUri),
         hidden,
         ...extra,
       }),
@@ -231,8 +316,9 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
   app.get('/oauth/authorize', async (request, reply) => {
     const limited = await rateLimited(request, reply);
     if (limited !== undefined) return limited;
-    const validation = await validateAuthorize(request.query, ctx.issuer(request), ctx);
-    if (!validation.ok) return invalidRequest(reply, validation.message);
+    const issuer = ctx.issuer(request);
+    const validation = await validateAuthorize(request.query, issuer, ctx);
+    if (!validation.ok) return refuse(reply, validation, issuer);
     return showLoginForm(reply, request, validation.value, 200);
   });
 
@@ -262,7 +348,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
     }
     const issuer = ctx.issuer(request);
     const validation = await validateAuthorize(request.body, issuer, ctx);
-    if (!validation.ok) return invalidRequest(reply, validation.message);
+    if (!validation.ok) return refuse(reply, validation, issuer);
     const authorize = validation.value;
     if (!(await checkTransaction(request, authorize))) {
       return invalidRequest(
@@ -338,11 +424,6 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: ServerContext
       grantId: randomToken(16),
       expiresAt: now + CODE_TTL_MS,
     });
-    const location = new URL(authorize.redirectUri);
-    location.searchParams.set('code', code);
-    location.searchParams.set('state', authorize.state);
-    location.searchParams.set('iss', issuer);
-    // 303, never 307: the browser must not replay the credential POST to the client.
-    return reply.code(303).header('cache-control', 'no-store').redirect(location.href, 303);
+    return redirectToClient(reply, authorize.redirectUri, authorize.state, issuer, { code });
   });
 }

@@ -12,7 +12,11 @@ export function protectedResourceMetadata(issuer: string) {
 }
 
 /** RFC 8414, with Area A's fixed values; the additive fields describe behaviour the server really has. */
-export function authorizationServerMetadata(issuer: string, hasJwks: boolean) {
+export function authorizationServerMetadata(
+  issuer: string,
+  hasJwks: boolean,
+  clientIdMetadata = false,
+) {
   return {
     issuer,
     authorization_endpoint: `${issuer}/oauth/authorize`,
@@ -24,6 +28,7 @@ export function authorizationServerMetadata(issuer: string, hasJwks: boolean) {
     code_challenge_methods_supported: ['S256'],
     scopes_supported: [SCOPE],
     authorization_response_iss_parameter_supported: true,
+    ...(clientIdMetadata ? { client_id_metadata_document_supported: true } : {}),
     ...(hasJwks ? { jwks_uri: `${issuer}/oauth/jwks` } : {}),
   };
 }
@@ -34,7 +39,11 @@ export function registerDiscoveryRoutes(app: FastifyInstance, ctx: ServerContext
   app.get('/.well-known/oauth-protected-resource', prm);
   app.get('/.well-known/oauth-protected-resource/mcp', prm);
   app.get('/.well-known/oauth-authorization-server', async (request) =>
-    authorizationServerMetadata(ctx.issuer(request), ctx.jwks !== undefined),
+    authorizationServerMetadata(
+      ctx.issuer(request),
+      ctx.jwks !== undefined,
+      ctx.clientDocuments !== undefined,
+    ),
   );
   const jwks = ctx.jwks;
   if (jwks !== undefined) {

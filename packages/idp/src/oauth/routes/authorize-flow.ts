@@ -6,14 +6,15 @@ import {
   McpIdentityError,
   OAuthError,
   type OAuthErrorCode,
+  redirectUriHost,
   reserveAll,
   setHtmlSecurityHeaders,
 } from '@mcp-identity/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Application } from '../../store/apps.js';
+import type { OAuthClient } from '../document-clients.js';
 import { errorPage, loginPage } from '../login-page.js';
 import type { OAuthRouteOptions } from './options.js';
-import { resolveResource } from './scopes.js';
+import { resolveResource, splitScope } from './scopes.js';
 
 /** The cookie that binds a rendered login form to the browser it was rendered for. */
 export const CSRF_COOKIE = 'idp_csrf';
@@ -57,7 +58,7 @@ export type AuthorizeFlow = ReturnType<typeof createAuthorizeFlow>;
 
 /** What the authorize page (GET) and the login post share: limits, validation, rendering. */
 export function createAuthorizeFlow(options: OAuthRouteOptions) {
-  const { apps, resources, tokens, transactions, limits, clock } = options;
+  const { clients, resources, tokens, transactions, limits, clock } = options;
   // Each rendered form costs a transaction row: counted by address and by network.
   const formsPerIp = new FixedWindowThrottle({
     limit: limits.authorizeRequestsPerIpPerMinute,
@@ -83,27 +84,42 @@ export function createAuthorizeFlow(options: OAuthRouteOptions) {
     );
   };
 
-  /** Validates an authorize request; failures are shown, never redirected (open redirects). */
-  const validate = (params: AuthorizeParams, repeated: string[]): Application => {
-    const once = repeated.filter((name) => name !== 'resource');
-    if (once.length) throw new AuthorizeError(`The parameter ${once[0]} must be given once.`);
-    const client = apps.get(params.client_id ?? '');
+  /**
+   * Validates an authorize request. Until client and redirect URI are known good, failures are
+   * shown, never redirected (RFC 6749 §4.1.2.1, RFC 9700 §4.11: no open redirect); every later
+   * one is sent back to the client, which is waiting on its redirect URI.
+   */
+  const validate = async (params: AuthorizeParams, repeated: string[]): Promise<OAuthClient> => {
+    const unsafe = repeated.find((name) => name === 'client_id' || name === 'redirect_uri');
+    if (unsafe) throw new AuthorizeError(`The parameter ${unsafe} must be given once.`);
+    const client = await findClient(params.client_id ?? '');
     if (!client?.grantTypes.includes('authorization_code')) {
       throw new AuthorizeError(
         'Unknown client or the client may not use the authorization code flow.',
       );
     }
     const redirectUri = params.redirect_uri ?? '';
-    if (
-      client.redirectUris.length === 0 ||
-      !isRedirectUriAllowed(client.redirectUris, redirectUri)
-    ) {
+    // A metadata document's redirect URIs match exactly (draft-ietf-oauth-client-id-metadata-
+    // document §4.2); a registered client's loopback ones on any port too (RFC 8252 §7.3).
+    const allowed =
+      client.documentHost === undefined
+        ? client.redirectUris.length > 0 && isRedirectUriAllowed(client.redirectUris, redirectUri)
+        : client.redirectUris.includes(redirectUri);
+    if (!allowed) {
       throw new AuthorizeError('The redirect_uri is not registered for this client.');
     }
-    if (params.response_type !== 'code') throw new AuthorizeError('response_type must be code.');
-    if (!params.code_challenge) throw new AuthorizeError('code_challenge is required (PKCE).');
+    const once = repeated.filter((name) => name !== 'resource');
+    if (once.length) {
+      throw new AuthorizeError(`The parameter ${once[0]} must be given once.`, 'invalid_request');
+    }
+    if (params.response_type !== 'code') {
+      throw new AuthorizeError('response_type must be code.', 'unsupported_response_type');
+    }
+    if (!params.code_challenge) {
+      throw new AuthorizeError('code_challenge is required (PKCE).', 'invalid_request');
+    }
     if (params.code_challenge_method !== 'S256') {
-      throw new AuthorizeError('code_challenge_method must be S256.');
+      throw new AuthorizeError('code_challenge_method must be S256.', 'invalid_request');
     }
     if (repeated.includes('resource')) {
       throw new AuthorizeError('Only one resource may be requested', 'invalid_target');
@@ -119,10 +135,22 @@ export function createAuthorizeFlow(options: OAuthRouteOptions) {
     return client;
   };
 
+  /** The client; a metadata document that cannot be used is shown with its reason. */
+  const findClient = async (clientId: string): Promise<OAuthClient | undefined> => {
+    try {
+      return await clients.find(clientId);
+    } catch (error) {
+      if (error instanceof OAuthError) {
+        throw new AuthorizeError(`${error.code}: ${error.description}`);
+      }
+      throw error;
+    }
+  };
+
   /** Renders the login form, opening the transaction its CSRF token names. */
   const showLogin = (
     reply: FastifyReply,
-    client: Application,
+    client: OAuthClient,
     params: AuthorizeParams,
     status = 200,
     error?: string,
@@ -140,6 +168,9 @@ export function createAuthorizeFlow(options: OAuthRouteOptions) {
         params,
         csrf,
         clientName: client.name,
+        documentHost: client.documentHost,
+        scopes: splitScope(params.scope),
+        redirectHost: redirectUriHost(params.redirect_uri!),
         ...(error ? { error } : {}),
         ...(userName ? { userName } : {}),
       }),
@@ -174,13 +205,13 @@ export function createAuthorizeFlow(options: OAuthRouteOptions) {
   };
 
   /** The validated client; undefined when the request was refused (and answered). */
-  const admit = (
+  const admit = async (
     reply: FastifyReply,
     params: AuthorizeParams,
     repeated: string[],
-  ): Application | undefined => {
+  ): Promise<OAuthClient | undefined> => {
     try {
-      return validate(params, repeated);
+      return await validate(params, repeated);
     } catch (error) {
       if (!(error instanceof AuthorizeError)) throw error;
       fail(reply, params, error);

@@ -7,7 +7,7 @@ export function registerAuthorizeRoute(app: FastifyInstance, flow: AuthorizeFlow
     const limited = flow.refuseOverLimit(request, reply);
     if (limited) return limited;
     const { params, repeated } = pickAuthorizeParams(request.query as Record<string, unknown>);
-    const client = flow.admit(reply, params, repeated);
+    const client = await flow.admit(reply, params, repeated);
     return client ? flow.showLogin(reply, client, params) : reply;
   });
 }

@@ -1,16 +1,18 @@
 import { basicCredentials } from '@mcp-identity/common';
 import type { FastifyRequest } from 'fastify';
-import type { Application, AppStore } from '../../store/apps.js';
+import type { Application } from '../../store/apps.js';
+import type { OAuthClients } from '../document-clients.js';
 import { failure } from './failures.js';
 
 /**
  * The client of a token, revocation or introspection request: HTTP Basic (RFC 6749 §2.3.1),
- * client_secret_post, or a public client naming only its id.
+ * client_secret_post, or a public client naming only its id (a registered one, or the URL of
+ * its metadata document).
  */
 export async function authenticateClient(
   request: FastifyRequest,
   form: URLSearchParams,
-  apps: AppStore,
+  clients: OAuthClients,
 ): Promise<Application> {
   const header = request.headers.authorization;
   const basic = authScheme(header) === 'basic';
@@ -33,12 +35,12 @@ export async function authenticateClient(
   }
   if (!clientId) throw failure.clientAuthFailed(basic);
   if (secret === null) {
-    const app = apps.get(clientId);
+    const app = await clients.find(clientId);
     if (app && !app.confidential) return app;
     throw failure.clientAuthFailed(basic);
   }
   // One lookup: `authenticate` reads the application with its stored secret hash.
-  const authenticated = await apps.authenticate(clientId, secret);
+  const authenticated = await clients.authenticate(clientId, secret);
   if (!authenticated) throw failure.clientAuthFailed(basic);
   return authenticated;
 }

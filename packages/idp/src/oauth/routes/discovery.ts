@@ -3,7 +3,7 @@ import type { OAuthRouteOptions } from './options.js';
 
 /** RFC 8414 authorization server metadata, also at the path WSO2 derives from its token issuer. */
 export function registerDiscoveryRoutes(app: FastifyInstance, options: OAuthRouteOptions): void {
-  const { tokens, baseUrl, knownScopes } = options;
+  const { tokens, baseUrl, knownScopes, clients } = options;
   const metadata = () => {
     const base = baseUrl();
     return {
@@ -25,6 +25,9 @@ export function registerDiscoveryRoutes(app: FastifyInstance, options: OAuthRout
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       code_challenge_methods_supported: ['S256'],
       scopes_supported: knownScopes,
+      // RFC 9207: every authorization response, errors included, carries `iss`.
+      authorization_response_iss_parameter_supported: true,
+      ...(clients.acceptsDocuments ? { client_id_metadata_document_supported: true } : {}),
     };
   };
   app.get('/.well-known/oauth-authorization-server/oauth2/token', async () => metadata());

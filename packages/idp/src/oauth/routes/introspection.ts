@@ -6,10 +6,10 @@ import { readForm } from './request.js';
 
 /** RFC 7662 introspection, for confidential clients only. */
 export function registerIntrospectionRoute(app: FastifyInstance, options: OAuthRouteOptions): void {
-  const { apps, tokens, grants } = options;
+  const { clients, tokens, grants } = options;
   app.post('/oauth2/introspect', async (request, reply) => {
     const form = readForm(request);
-    const client = await authenticateClient(request, form, apps);
+    const client = await authenticateClient(request, form, clients);
     if (!client.confidential) {
       throw failure.introspectionNeedsAuth();
     }

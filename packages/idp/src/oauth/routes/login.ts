@@ -3,7 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import { type AuthorizeFlow, CSRF_COOKIE, pickAuthorizeParams } from './authorize-flow.js';
 import type { OAuthRouteOptions } from './options.js';
 import { formFields, readCookie, readForm } from './request.js';
-import { narrowToUser, resolveResource, splitScope } from './scopes.js';
+import {
+  deniedStepUp,
+  grantableToClient,
+  narrowToUser,
+  resolveResource,
+  splitScope,
+} from './scopes.js';
 
 /** A login form post carries a few short fields; this bounds what a transaction row can hold. */
 const MAX_LOGIN_FORM_BYTES = 16_384;
@@ -36,7 +42,7 @@ export function registerLoginRoute(
     if (limited) return limited;
     const form = readForm(request);
     const { params, repeated } = pickAuthorizeParams(formFields(form));
-    const client = flow.admit(reply, params, repeated);
+    const client = await flow.admit(reply, params, repeated);
     if (!client) return reply;
     // The token must be this browser's (cookie) and name a live, unused transaction made for
     // exactly these parameters; it is spent either way.
@@ -89,7 +95,15 @@ export function registerLoginRoute(
       params.resource ? [params.resource] : [],
       'user',
     );
-    const scope = narrowToUser(roles, client, userId, splitScope(params.scope ?? ''), resource);
+    const requested = splitScope(params.scope ?? '');
+    const scope = narrowToUser(roles, client, userId, requested, resource);
+    const denied = deniedStepUp(grantableToClient(client, requested, resource), scope);
+    if (denied) {
+      return flow.redirectToClient(reply, params, {
+        error: 'access_denied',
+        error_description: `Your role does not grant ${denied.length === 1 ? 'the scope' : 'the scopes'} ${denied.join(' ')}; ask your administrator for it.`,
+      });
+    }
     const code = grants.issueCode({
       clientId: client.clientId,
       userId,

@@ -5,11 +5,14 @@ import type { UserStore } from '../../scim/users.js';
 import { type AppStore, UNUSED_CLIENT_TTL_SECONDS } from '../../store/apps.js';
 import type { KeyStore } from '../../store/keys.js';
 import type { ApiResourceStore } from '../../store/resources.js';
+import type { OAuthClients } from '../document-clients.js';
 import type { GrantStore } from '../grants.js';
 import type { LoginTransactions } from '../transactions.js';
 
 export type OAuthRouteOptions = {
   apps: AppStore;
+  /** The clients of the OAuth endpoints: `apps` and Client ID Metadata Document clients. */
+  clients: OAuthClients;
   tokens: TokenService;
   grants: GrantStore;
   transactions: LoginTransactions;

@@ -9,10 +9,10 @@ import { readForm } from './request.js';
  * as one of its refresh tokens; the answer is 200 either way (RFC 7009 §2.2).
  */
 export function registerRevocationRoute(app: FastifyInstance, options: OAuthRouteOptions): void {
-  const { apps, tokens, grants } = options;
+  const { clients, tokens, grants } = options;
   app.post('/oauth2/revoke', async (request, reply) => {
     const form = readForm(request);
-    const client = await authenticateClient(request, form, apps);
+    const client = await authenticateClient(request, form, clients);
     const token = form.get('token');
     if (!token) throw failure.missingToken();
     const claims = await tokens.verify(token);

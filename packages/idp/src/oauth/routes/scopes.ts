@@ -25,10 +25,33 @@ export function narrowToUser(
   resource: ApiResource | undefined,
 ): string[] {
   const allowed = currentUserScopes(roles, userId);
+  return grantableToClient(client, requested, resource).filter((s) => allowed.has(s));
+}
+
+/** What the client may be given at all: requested ∩ the client's scopes (∩ the resource's). */
+export function grantableToClient(
+  client: Application,
+  requested: readonly string[],
+  resource: ApiResource | undefined,
+): string[] {
   const offered = resource ? new Set(resource.scopes) : undefined;
-  return intersect(requested, client.scopes).filter(
-    (s) => allowed.has(s) && (!offered || offered.has(s)),
-  );
+  return intersect(requested, client.scopes).filter((s) => !offered || offered.has(s));
+}
+
+/**
+ * Step-up that ends. Scopes the user's role does not grant are normally left out of the grant,
+ * the token response saying what was granted (RFC 6749 §3.3): a person with fewer permissions
+ * still signs in to what they may do. But when the role grants none of the scopes asked for
+ * (as after a gateway's `insufficient_scope`, whose challenge names only the missing scopes),
+ * a token would carry nothing the client asked for and the client would ask again: the request
+ * is refused with `access_denied` (RFC 6749 §4.1.2.1), naming the scopes. Undefined when the
+ * request may go on.
+ */
+export function deniedStepUp(
+  grantable: readonly string[],
+  granted: readonly string[],
+): string[] | undefined {
+  return grantable.length > 0 && granted.length === 0 ? [...grantable] : undefined;
 }
 
 /**

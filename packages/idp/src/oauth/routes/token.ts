@@ -13,12 +13,12 @@ type Grant = 'client_credentials' | 'authorization_code' | 'refresh_token';
 
 /** RFC 6749 §3.2 token endpoint: client credentials, authorization code (RFC 7636), refresh. */
 export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOptions): void {
-  const { apps, tokens, grants, users, roles, resources } = options;
+  const { apps, clients, tokens, grants, users, roles, resources } = options;
 
   app.post('/oauth2/token', async (request, reply) => {
     const form = readForm(request);
     const grantType = form.get('grant_type');
-    const client = await authenticateClient(request, form, apps);
+    const client = await authenticateClient(request, form, clients);
     let response: Record<string, unknown>;
     switch (grantType) {
       case 'client_credentials':
