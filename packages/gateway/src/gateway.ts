@@ -10,7 +10,6 @@ import {
   loadTlsFiles,
   onShutdown,
   type RunningServer,
-  registerHealthRoutes,
   startServer,
   type ThrottleFactory,
 } from '@mcp-identity/common';
@@ -18,11 +17,9 @@ import { TokenVerifier } from './auth/verifier.js';
 import { type GatewayConfig, loadConfigFile, resolveConfig } from './config.js';
 import { type ControlPlane, createControlPlane } from './control-plane/control-plane.js';
 import { type ProxyEntry, ProxyMirror } from './control-plane/proxy-sync.js';
-import { BodyBudget, ByteBudget } from './data-plane/body-budget.js';
-import { Listener } from './data-plane/listener.js';
-import { createMcpEndpoint } from './data-plane/mcp-endpoint.js';
+import { createDataPlaneFront, Listener } from './data-plane/front.js';
 import { ProxyRegistry } from './data-plane/registry.js';
-import { registerDataPlane } from './data-plane/routing.js';
+import { BodyBudget, ByteBudget } from './data-plane/request.js';
 import { GatewayMetrics, type MetricsSnapshot } from './metrics.js';
 import { installProcessGuard } from './process-guard.js';
 import { openRateLimitCounters } from './ratelimit-counters.js';
@@ -152,7 +149,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     upstreams: () => registry.runtimes(),
     bufferedAnswerBytes: () => answerBudget.usedBytes,
   });
-  // `recordLineWriter` (data-plane/mcp-request.ts) writes the audit lines, in this child's name.
+  // `recordLineWriter` (data-plane/pipeline.ts) writes the audit lines, in this child's name.
   const audit = logger.child({ component: 'audit' });
   const httpsListener = new Listener('https');
   const httpListener = new Listener('http');
@@ -160,6 +157,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     registry,
     metrics,
     audit,
+    logger,
     maxRequestBodyBytes: config.limits.maxRequestBodyBytes,
     bodyBudget: new BodyBudget(config.limits.maxInflightRequestBytes),
     answerBudget,
@@ -169,26 +167,22 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     }),
   };
 
+  // Each data-plane listener is served by its front handler, every path included; Fastify
+  // behind it only answers 503 while the server shuts down.
   const publicApp = createApp({
     logger,
     https: { cert: tls.cert, key: tls.key },
-    bodyLimit: config.limits.maxRequestBodyBytes,
-    front: createMcpEndpoint({ ...dataPlane, listener: httpsListener, logger }),
+    front: createDataPlaneFront({ ...dataPlane, listener: httpsListener }),
   });
-  registerDataPlane(publicApp, { ...dataPlane, listener: httpsListener });
   const plainApp = createApp({
     logger,
-    bodyLimit: config.limits.maxRequestBodyBytes,
-    front: createMcpEndpoint({ ...dataPlane, listener: httpListener, logger }),
+    front: createDataPlaneFront({
+      ...dataPlane,
+      listener: httpListener,
+      // Not ready before every key manager's keys are in: every token would be refused (503).
+      health: { ready: () => verifier.ready() },
+    }),
   });
-  registerHealthRoutes(plainApp, {
-    livePath: '/_gateway-health/healthy',
-    readyPath: '/_gateway-health/ready',
-    liveBody: { status: 'healthy' },
-    // Not ready before every key manager's keys are in: every token would be refused (503).
-    ready: async () => verifier.ready(),
-  });
-  registerDataPlane(plainApp, { ...dataPlane, listener: httpListener });
 
   const servers: RunningServer[] = [];
   let control: ControlPlane | undefined;

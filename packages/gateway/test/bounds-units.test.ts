@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
-import { ByteBudget, Reservation } from '../src/data-plane/body-budget.js';
+import { UpstreamConnections } from '../src/data-plane/forwarding.js';
 import { LIST_WORKING_COPIES, readList, SseListFilter } from '../src/data-plane/list-filter.js';
-import { UpstreamConnections } from '../src/data-plane/upstream-connections.js';
+import { ByteBudget, Reservation } from '../src/data-plane/request.js';
 import {
   ExchangeFailure,
   failureOf,

@@ -78,9 +78,11 @@ describe('the /mcp endpoint served before Fastify', () => {
     );
     expect(tooLarge.status).toBe(413);
     expect(tooLarge.headers.connection).toBe('close');
+    // The MCP path's refusals are all JSON-RPC errors (issue 38: this one was `{error, message}`).
     expect(JSON.parse(tooLarge.body)).toEqual({
-      error: 'payload_too_large',
-      message: 'Request body is too large',
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: 'Request body is too large' },
     });
     const unsupported = await rawRequest(
       `${fx.gateway.plainUrl}/scim/mcp`,

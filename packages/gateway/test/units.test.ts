@@ -1,8 +1,8 @@
 import { seededRandom } from '@mcp-identity/common/testing';
 import { parseMcpBody } from '@mcp-identity/gateway';
 import { describe, expect, it } from 'vitest';
-import { AuditRecord, auditRecordJson } from '../src/data-plane/exchange.js';
 import { SseListFilter } from '../src/data-plane/list-filter.js';
+import { AuditRecord, auditRecordJson } from '../src/data-plane/pipeline.js';
 import { GatewayMetrics } from '../src/metrics.js';
 
 describe('parseMcpBody', () => {

@@ -1,7 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
-import type { Reservation } from './body-budget.js';
+import type { Reservation } from './request.js';
 import { ExchangeFailure } from './upstream-failure.js';
 
 export type ItemPredicate = (item: Record<string, unknown>) => boolean;

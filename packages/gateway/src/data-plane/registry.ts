@@ -5,8 +5,8 @@ import { type McpProxyDefinition, SUPPORTED_SPEC_VERSIONS } from '../control-pla
 import { resolveSecretRef, type SecretAccess } from '../control-plane/secret-ref.js';
 import { POLICIES } from '../policies/index.js';
 import type { Authenticator, CallerNeeds, Policy } from '../policies/policy.js';
+import { UpstreamConnections, type UpstreamLimits } from './forwarding.js';
 import type { McpCall } from './jsonrpc.js';
-import { UpstreamConnections, type UpstreamLimits } from './upstream-connections.js';
 
 /** A proxy's addresses on one listener and host (RFC 9728 resource and its metadata). */
 export interface ResourceUrls {
@@ -37,7 +37,11 @@ export interface ProxyRuntime {
   specVersions: ReadonlySet<string>;
   /** `upstream.auth`: the header and the resolved secret added to every upstream request. */
   upstreamAuth: { header: string; value: string } | undefined;
-  urlsFor(base: string): ResourceUrls;
+  /**
+   * This proxy's addresses by listener base URL (`scheme://host[:port]`), made the first time a
+   * base is seen (`resourceUrlsOf` in `front.ts`): a replaced proxy starts with none.
+   */
+  resourceUrls: Map<string, ResourceUrls>;
 }
 
 export interface RegistryOptions {
@@ -88,6 +92,11 @@ function specVersionsOf(definition: McpProxyDefinition): ReadonlySet<string> {
  */
 export class ProxyRegistry {
   private readonly byContext = new Map<string, ProxyRuntime>();
+  /**
+   * The table the front reads for every request: nothing of the registry runs on the request
+   * path, which only reads what was decided at deploy.
+   */
+  readonly routes: ReadonlyMap<string, ProxyRuntime> = this.byContext;
   private readonly contextById = new Map<string, string>();
 
   constructor(private readonly options: RegistryOptions) {}
@@ -129,7 +138,6 @@ export class ProxyRegistry {
     const policies = attached.map(
       ({ ref, factory }) => factory?.create(ref.params ?? {}, setup) as Policy,
     );
-    const urls = new Map<string, ResourceUrls>();
     const runtime: ProxyRuntime = {
       id,
       context,
@@ -142,17 +150,7 @@ export class ProxyRegistry {
       scopesSupported: [...new Set(policies.flatMap((p) => p.scopes ?? []))],
       specVersions: specVersionsOf(definition),
       upstreamAuth,
-      urlsFor(base) {
-        let found = urls.get(base);
-        if (!found) {
-          found = {
-            resourceUrl: `${base}${context}/mcp`,
-            resourceMetadataUrl: `${base}${context}/.well-known/oauth-protected-resource`,
-          };
-          urls.set(base, found);
-        }
-        return found;
-      },
+      resourceUrls: new Map(),
     };
     this.byContext.set(context, runtime);
     this.contextById.set(id, context);
@@ -173,51 +171,10 @@ export class ProxyRegistry {
     return this.byContext.values();
   }
 
-  byContextPath(context: string): ProxyRuntime | undefined {
-    return this.byContext.get(context);
-  }
-
   async close(): Promise<void> {
     const pools = [...this.byContext.values()].map((r) => r.upstream.destroy());
     this.byContext.clear();
     this.contextById.clear();
     await Promise.all(pools);
   }
-}
-
-const PRM_SUFFIX = '/.well-known/oauth-protected-resource';
-const MCP_SUFFIX = '/mcp';
-
-/**
- * The request path as the router sees it: no query, no trailing slashes. Nothing is decoded:
- * a context is matched byte for byte, so a percent-encoded or dot-segment spelling of a context
- * reaches no proxy at all rather than a different policy.
- */
-export function pathOf(url: string): string {
-  const query = url.indexOf('?');
-  let end = query < 0 ? url.length : query;
-  while (end > 1 && url.charCodeAt(end - 1) === 47) end--;
-  return url.slice(0, end);
-}
-
-/** The proxy whose `<context>/mcp` this path is, if any. */
-export function mcpRuntimeAt(registry: ProxyRegistry, path: string): ProxyRuntime | undefined {
-  return path.endsWith(MCP_SUFFIX)
-    ? registry.byContextPath(path.slice(0, -MCP_SUFFIX.length))
-    : undefined;
-}
-
-/**
- * The proxy whose protected resource metadata this path asks for (both RFC 9728 locations):
- * false when the path is no metadata location at all.
- */
-export function metadataRuntimeAt(
-  registry: ProxyRegistry,
-  path: string,
-): ProxyRuntime | undefined | false {
-  if (path.startsWith(`${PRM_SUFFIX}/`) && path.endsWith(MCP_SUFFIX)) {
-    return registry.byContextPath(path.slice(PRM_SUFFIX.length, -MCP_SUFFIX.length));
-  }
-  if (path.endsWith(PRM_SUFFIX)) return registry.byContextPath(path.slice(0, -PRM_SUFFIX.length));
-  return false;
 }
