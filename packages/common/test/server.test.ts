@@ -91,20 +91,13 @@ describe('close', () => {
 });
 
 describe('health and error helpers', () => {
-  it('serves liveness and readiness', async () => {
+  it('serves liveness, out of the request log and never cached', async () => {
     const app = createApp({ logger });
-    let ready = false;
-    registerHealthRoutes(app, {
-      livePath: '/health',
-      readyPath: '/ready',
-      ready: async () => ready,
-    });
+    registerHealthRoutes(app, { livePath: '/health' });
     const server = await startTestServer(app);
-    expect(await (await fetch(`${server.url}/health`)).json()).toEqual({ status: 'ok' });
-    expect((await fetch(`${server.url}/ready`)).status).toBe(503);
-    ready = true;
-    const response = await fetch(`${server.url}/ready`);
-    expect([response.status, await response.json()]).toEqual([200, { status: 'ready' }]);
+    const response = await fetch(`${server.url}/health`);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(await response.json()).toEqual({ status: 'ok' });
   });
 
   it('shapes OAuth, SCIM, gateway and JSON-RPC errors', async () => {
