@@ -43,6 +43,18 @@ describe('client ID metadata documents (draft-ietf-oauth-client-id-metadata-docu
       },
     );
 
+  /** Resolves `url` now, a second before `lifetimeMs` and a second after: fetched once, then again. */
+  const expectCachedFor = async (url: string, lifetimeMs: number) => {
+    const path = new URL(url).pathname;
+    await resolver.resolve(url);
+    now += lifetimeMs - 1_000;
+    await resolver.resolve(url);
+    expect(server.requests(path)).toBe(1);
+    now += 2_000;
+    await resolver.resolve(url);
+    expect(server.requests(path)).toBe(2);
+  };
+
   it('fetches, validates and caches a document within its max-age, clamped to bounds', async () => {
     const url = `${server.origin}/ok.json`;
     server.serve('/ok.json', {
@@ -57,11 +69,7 @@ describe('client ID metadata documents (draft-ietf-oauth-client-id-metadata-docu
       redirectUris: ['http://127.0.0.1:33418/callback'],
       scope: 'mcp:tools',
     });
-    await resolver.resolve(url);
-    expect(server.requests('/ok.json')).toBe(1);
-    now += 121_000;
-    await resolver.resolve(url);
-    expect(server.requests('/ok.json')).toBe(2);
+    await expectCachedFor(url, 120_000);
   });
 
   it('keeps a no-store document for the minimum time all the same (a bound on refetches)', async () => {
@@ -70,13 +78,7 @@ describe('client ID metadata documents (draft-ietf-oauth-client-id-metadata-docu
       body: document(url),
       headers: { 'cache-control': 'no-store' },
     });
-    await resolver.resolve(url);
-    now += 59_000;
-    await resolver.resolve(url);
-    expect(server.requests('/no-store.json')).toBe(1);
-    now += 2_000;
-    await resolver.resolve(url);
-    expect(server.requests('/no-store.json')).toBe(2);
+    await expectCachedFor(url, 60_000);
   });
 
   it('shares one fetch between concurrent requests for a document', async () => {

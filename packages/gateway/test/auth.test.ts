@@ -1,10 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { useTempDir } from '@mcp-identity/common/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
-import { CLIENT_ID, ISSUER, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import { CLIENT_ID, ISSUER, startKeyManager } from './fixtures/key-manager.js';
 import { connectClient, json, postMcp, toolCall } from './fixtures/mcp-client.js';
-import { startUpstream, type Upstream } from './fixtures/upstream.js';
+import { useProxyStack } from './fixtures/proxy-stack.js';
+import { startUpstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-auth-');
 /** A challenge names the metadata of the listener and host the client connected to. */
@@ -24,27 +25,20 @@ const INITIALIZE = {
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 describe('mcp-auth', () => {
-  let upstream: Upstream;
-  let km: KeyManager;
-  let fx: GatewayFixture;
-  let scimUrl: string;
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    km = await startKeyManager();
-    fx = await startTestGateway({ dataDir: tempDir(), keyManager: km });
-    const auth = (params: Record<string, unknown>) => [{ name: 'mcp-auth', version: 'v1', params }];
-    const deployments = [
+  const auth = (params: Record<string, unknown>) => [{ name: 'mcp-auth', version: 'v1', params }];
+  const stack = useProxyStack({
+    dataDir: tempDir,
+    proxies: ({ mcpUrl }) => [
       proxyDefinition(
         'scim-v1.0',
         '/scim',
-        upstream.mcpUrl,
+        mcpUrl,
         auth({ issuers: ['idp'], audiences: [CLIENT_ID] }),
       ),
       proxyDefinition(
         'fwd-v1.0',
         '/fwd',
-        upstream.mcpUrl,
+        mcpUrl,
         auth({
           audiences: [CLIENT_ID],
           forwardToken: true,
@@ -54,21 +48,19 @@ describe('mcp-auth', () => {
       proxyDefinition(
         'partial-v1.0',
         '/partial',
-        upstream.mcpUrl,
+        mcpUrl,
         auth({ audiences: [CLIENT_ID], methods: { enabled: false } }),
       ),
-    ];
-    for (const definition of deployments) expect((await fx.deploy(definition)).status).toBe(201);
-    scimUrl = `${fx.gateway.plainUrl}/scim/mcp`;
+    ],
   });
-  afterAll(async () => {
-    await fx?.gateway.close();
-    await Promise.all([upstream?.close(), km?.stop()]);
+  let scimUrl: string;
+  beforeAll(() => {
+    scimUrl = `${stack.fx.gateway.plainUrl}/scim/mcp`;
   });
 
   it('lets the MCP SDK client initialize, list and call tools with a valid token (HTTPS)', async () => {
-    const token = await km.sign({ scope: 'internal_user_mgt_list' });
-    const client = await connectClient(`${fx.gateway.publicUrl}/scim/mcp`, token);
+    const token = await stack.km.sign({ scope: 'internal_user_mgt_list' });
+    const client = await connectClient(`${stack.fx.gateway.publicUrl}/scim/mcp`, token);
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name)).toContain('search_users');
     const result = await client.callTool({
@@ -80,15 +72,15 @@ describe('mcp-auth', () => {
   });
 
   it('refuses initialize without a token, with the WSO2 challenge and body, before the upstream', async () => {
-    const before = upstream.hits;
+    const before = stack.upstream.hits;
     const response = await postMcp(scimUrl, INITIALIZE);
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(challenge401(fx.gateway.plainUrl));
+    expect(response.headers.get('www-authenticate')).toBe(challenge401(stack.fx.gateway.plainUrl));
     expect(await json(response)).toEqual({
       error: 'Unauthorized',
       message: 'Authentication failed',
     });
-    expect(upstream.hits).toBe(before);
+    expect(stack.upstream.hits).toBe(before);
   });
 
   it.each([
@@ -99,14 +91,14 @@ describe('mcp-auth', () => {
     ['a token not valid yet', { nbf: Math.floor(Date.now() / 1000) + 3600 }, {}],
     ['a token with an unknown kid', {}, { kid: 'nope' }],
   ])('answers 401 for %s', async (_name, claims, options) => {
-    const token = await km.sign(claims, options);
+    const token = await stack.km.sign(claims, options);
     const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(challenge401(fx.gateway.plainUrl));
+    expect(response.headers.get('www-authenticate')).toBe(challenge401(stack.fx.gateway.plainUrl));
   });
 
   it('accepts every RFC 6750 spelling of a verified token and refuses anything else around it', async () => {
-    const token = await km.sign({});
+    const token = await stack.km.sign({});
     const status = async (authorization: string) =>
       (await postMcp(scimUrl, INITIALIZE, { authorization })).status;
     // The first request verifies and caches the token; the others find it cached.
@@ -128,7 +120,7 @@ describe('mcp-auth', () => {
   });
 
   it('refuses other claims under the signature of a cached token, and keeps the token cached', async () => {
-    const token = await km.sign({ sub: 'ann' });
+    const token = await stack.km.sign({ sub: 'ann' });
     const status = async (presented: string) =>
       (await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${presented}` })).status;
     expect(await status(token)).toBe(200);
@@ -144,7 +136,7 @@ describe('mcp-auth', () => {
     const now = Math.floor(Date.now() / 1000);
     const claims = { iss: ISSUER, aud: CLIENT_ID, sub: 'u', exp: now + 600, iat: now };
     const none = `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(claims)}.`;
-    const jwk = km.publicJwk();
+    const jwk = stack.km.publicJwk();
     const input = `${b64url({ alg: 'HS256', kid: jwk.kid, typ: 'JWT' })}.${b64url(claims)}`;
     const hs = `${input}.${createHmac('sha256', JSON.stringify(jwk)).update(input).digest('base64url')}`;
     for (const token of [none, hs, 'not-a-jwt', `${input}.tampered`]) {
@@ -157,99 +149,99 @@ describe('mcp-auth', () => {
 
   it('accepts PS256 and ES256 tokens', async () => {
     for (const alg of ['PS256', 'ES256'] as const) {
-      const token = await km.sign({}, { alg });
+      const token = await stack.km.sign({}, { alg });
       const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
       expect(response.status).toBe(200);
     }
   });
 
   it('authenticates GET and DELETE on /mcp; answers OPTIONS itself, unauthenticated', async () => {
-    const token = await km.sign({});
+    const token = await stack.km.sign({});
     for (const method of ['GET', 'DELETE']) {
-      const before = upstream.hits;
+      const before = stack.upstream.hits;
       const denied = await fetch(scimUrl, { method, headers: { accept: 'text/event-stream' } });
       expect(denied.status).toBe(401);
-      expect(upstream.hits).toBe(before);
+      expect(stack.upstream.hits).toBe(before);
       const allowed = await fetch(scimUrl, {
         method,
         headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` },
       });
       expect(allowed.status).not.toBe(401);
       await allowed.body?.cancel();
-      expect(upstream.hits).toBe(before + 1);
+      expect(stack.upstream.hits).toBe(before + 1);
     }
-    const before = upstream.hits;
+    const before = stack.upstream.hits;
     const options = await fetch(scimUrl, { method: 'OPTIONS' });
     expect(options.status).toBe(204);
     expect(options.headers.get('allow')).toContain('POST');
     // Never forwarded: it would carry the upstream credential past every policy.
-    expect(upstream.hits).toBe(before);
+    expect(stack.upstream.hits).toBe(before);
   });
 
   it('strips Authorization by default and forwards it with forwardToken: true', async () => {
-    const token = await km.sign({ scope: 'mcp:connect mcp:basic' });
+    const token = await stack.km.sign({ scope: 'mcp:connect mcp:basic' });
     await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
-    expect(upstream.lastHeaders?.authorization).toBeUndefined();
-    const response = await postMcp(`${fx.gateway.plainUrl}/fwd/mcp`, INITIALIZE, {
+    expect(stack.upstream.lastHeaders?.authorization).toBeUndefined();
+    const response = await postMcp(`${stack.fx.gateway.plainUrl}/fwd/mcp`, INITIALIZE, {
       authorization: `Bearer ${token}`,
     });
     expect(response.status).toBe(200);
-    expect(upstream.lastHeaders?.authorization).toBe(`Bearer ${token}`);
+    expect(stack.upstream.lastHeaders?.authorization).toBe(`Bearer ${token}`);
   });
 
   it('enforces requiredScopes at connection and lists them in the challenge', async () => {
-    const url = `${fx.gateway.plainUrl}/fwd/mcp`;
-    const fwdPrm = `${fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`;
+    const url = `${stack.fx.gateway.plainUrl}/fwd/mcp`;
+    const fwdPrm = `${stack.fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`;
     const anonymous = await postMcp(url, INITIALIZE);
     expect(anonymous.headers.get('www-authenticate')).toBe(
       `Bearer resource_metadata="${fwdPrm}", scope="mcp:connect mcp:basic", error="invalid_token"`,
     );
-    const token = await km.sign({ scope: 'mcp:connect' });
-    const before = upstream.hits;
+    const token = await stack.km.sign({ scope: 'mcp:connect' });
+    const before = stack.upstream.hits;
     const response = await postMcp(url, INITIALIZE, { authorization: `Bearer ${token}` });
     expect(response.status).toBe(403);
     expect(response.headers.get('www-authenticate')).toBe(
       `Bearer resource_metadata="${fwdPrm}", scope="mcp:basic", error="insufficient_scope"`,
     );
-    expect(upstream.hits).toBe(before);
+    expect(stack.upstream.hits).toBe(before);
   });
 
   it('honours methods.enabled: false (initialize open, tools/call still authenticated)', async () => {
-    const url = `${fx.gateway.plainUrl}/partial/mcp`;
+    const url = `${stack.fx.gateway.plainUrl}/partial/mcp`;
     expect((await postMcp(url, INITIALIZE)).status).toBe(200);
     const call = toolCall('delete_user');
     expect((await postMcp(url, call)).status).toBe(401);
-    const token = await km.sign({});
+    const token = await stack.km.sign({});
     expect((await postMcp(url, call, { authorization: `Bearer ${token}` })).status).toBe(200);
   });
 
   it('serves protected resource metadata anonymously at both locations', async () => {
     const expected = {
-      resource: `${fx.gateway.plainUrl}/scim/mcp`,
+      resource: `${stack.fx.gateway.plainUrl}/scim/mcp`,
       authorization_servers: [ISSUER],
     };
     const contextual = await fetch(
-      `${fx.gateway.plainUrl}/scim/.well-known/oauth-protected-resource`,
+      `${stack.fx.gateway.plainUrl}/scim/.well-known/oauth-protected-resource`,
     );
     expect(contextual.status).toBe(200);
     expect(await json(contextual)).toEqual(expected);
     const rfc9728 = await fetch(
-      `${fx.gateway.plainUrl}/.well-known/oauth-protected-resource/scim/mcp`,
+      `${stack.fx.gateway.plainUrl}/.well-known/oauth-protected-resource/scim/mcp`,
     );
     expect(await json(rfc9728)).toEqual(expected);
     const withScopes = await fetch(
-      `${fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`,
+      `${stack.fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`,
     );
     expect(await json(withScopes)).toEqual({
-      resource: `${fx.gateway.plainUrl}/fwd/mcp`,
+      resource: `${stack.fx.gateway.plainUrl}/fwd/mcp`,
       authorization_servers: [ISSUER],
       scopes_supported: ['mcp:connect', 'mcp:basic'],
     });
   });
 
   it('rejects malformed and ambiguous JSON-RPC with 400, before the upstream', async () => {
-    const authorization = `Bearer ${await km.sign({})}`;
-    const before = upstream.hits;
+    const authorization = `Bearer ${await stack.km.sign({})}`;
+    const before = stack.upstream.hits;
     const cases: Array<[string, number]> = [
       ['{"jsonrpc":"2.0",', -32700],
       ['[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600],
@@ -267,25 +259,25 @@ describe('mcp-auth', () => {
       expect(response.status).toBe(400);
       expect((await json(response)).error.code).toBe(code);
       // Where some calls are open without a token, the body is parsed strictly before anything.
-      const open = await postMcp(`${fx.gateway.plainUrl}/partial/mcp`, body);
+      const open = await postMcp(`${stack.fx.gateway.plainUrl}/partial/mcp`, body);
       expect(open.status).toBe(400);
       expect((await json(open)).error.code).toBe(code);
     }
-    expect(upstream.hits).toBe(before);
+    expect(stack.upstream.hits).toBe(before);
   });
 
   it('never serves a cached verification past the token expiry', async () => {
-    const nowSeconds = Math.floor(fx.clock.now() / 1000);
-    const token = await km.sign({ iat: nowSeconds, exp: nowSeconds + 30 });
+    const nowSeconds = Math.floor(stack.fx.clock.now() / 1000);
+    const token = await stack.km.sign({ iat: nowSeconds, exp: nowSeconds + 30 });
     const headers = { authorization: `Bearer ${token}` };
     expect((await postMcp(scimUrl, INITIALIZE, headers)).status).toBe(200);
-    fx.clock.advance(90_000); // past exp plus the 30 s leeway; other tokens here live 10 minutes
+    stack.fx.clock.advance(90_000); // past exp plus the 30 s leeway; other tokens here live 10 minutes
     expect((await postMcp(scimUrl, INITIALIZE, headers)).status).toBe(401);
   });
 
   it('picks up a rotated signing key on an unknown kid', async () => {
-    const kid = await km.rotate();
-    const token = await km.sign({});
+    const kid = await stack.km.rotate();
+    const token = await stack.km.sign({});
     const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
     expect(response.status).toBe(200);
     expect(kid).toBe('rsa-2');
@@ -294,14 +286,14 @@ describe('mcp-auth', () => {
   it('refuses an unknown kid only after a JWKS fetched since the token arrived lacks it', async () => {
     // One fetch per unknown kid here, each in its turn; the bound under a flood of them is in
     // jwks-availability.test.ts.
-    const before = km.fetches;
+    const before = stack.km.fetches;
     for (const kid of ['ghost-1', 'ghost-2', 'ghost-3']) {
-      const token = await km.sign({}, { kid });
+      const token = await stack.km.sign({}, { kid });
       expect(
         (await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` })).status,
       ).toBe(401);
     }
-    expect(km.fetches).toBe(before + 3);
+    expect(stack.km.fetches).toBe(before + 3);
   });
 });
 

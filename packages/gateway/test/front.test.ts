@@ -1,10 +1,10 @@
 import { get } from 'node:https';
 import { useTempDir } from '@mcp-identity/common/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
-import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { describe, expect, it } from 'vitest';
+import { proxyDefinition } from './fixtures/gateway.js';
+import { CLIENT_ID } from './fixtures/key-manager.js';
 import { MCP_POST_HEADERS, rawRequest } from './fixtures/mcp-client.js';
-import { startUpstream, type Upstream } from './fixtures/upstream.js';
+import { useProxyStack } from './fixtures/proxy-stack.js';
 
 const tempDir = useTempDir('gw-front-');
 const INSPECTOR = 'http://localhost:6274';
@@ -24,36 +24,19 @@ const JSON_RPC_ERROR = {
  * every 404, so each surface answers in one shape whatever the path, method or body.
  */
 describe('the data-plane front: one 404 shape and one refusal shape per surface', () => {
-  let upstream: Upstream;
-  let km: KeyManager;
-  let fx: GatewayFixture;
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    km = await startKeyManager();
-    fx = await startTestGateway({
-      dataDir: tempDir(),
-      keyManager: km,
-      limits: { max_request_body_bytes: 256 },
-    });
-    const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
-    expect(
-      (await fx.deploy(proxyDefinition('guarded-v1.0', '/guarded', upstream.mcpUrl, [auth])))
-        .status,
-    ).toBe(201);
-    expect((await fx.deploy(proxyDefinition('open-v1.0', '/open', upstream.mcpUrl))).status).toBe(
-      201,
-    );
-  });
-
-  afterAll(async () => {
-    await fx?.gateway.close();
-    await upstream?.close();
-    await km?.stop();
+  const stack = useProxyStack({
+    dataDir: tempDir,
+    gateway: { limits: { max_request_body_bytes: 256 } },
+    proxies: ({ mcpUrl }) => [
+      proxyDefinition('guarded-v1.0', '/guarded', mcpUrl, [
+        { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } },
+      ]),
+      proxyDefinition('open-v1.0', '/open', mcpUrl),
+    ],
   });
 
   it('answers every 404 in the same JSON shape, on every method, with and without a body', async () => {
-    const base = fx.gateway.plainUrl;
+    const base = stack.fx.gateway.plainUrl;
     const cases: Array<[string, string, string | undefined]> = [
       ['GET', '/nowhere', undefined],
       ['POST', '/nowhere', PING],
@@ -72,7 +55,7 @@ describe('the data-plane front: one 404 shape and one refusal shape per surface'
     const bodies = new Set<string>();
     for (const [method, path, body] of cases) {
       const label = `${method} ${path}${body ? ' with a body' : ''}`;
-      const headers = body ? { 'content-type': 'application/json' } : {};
+      const headers: Record<string, string> = body ? { 'content-type': 'application/json' } : {};
       const response = await rawRequest(`${base}${path}`, method, headers, body);
       expect(response.status, label).toBe(404);
       expect(response.headers['content-type'], label).toBe('application/json; charset=utf-8');
@@ -87,7 +70,7 @@ describe('the data-plane front: one 404 shape and one refusal shape per surface'
     const tls = await new Promise<number | undefined>((resolve, reject) => {
       // The listener's certificate is self-signed: only its status matters here.
       get(
-        `${fx.gateway.publicUrl}/_gateway-health/healthy`,
+        `${stack.fx.gateway.publicUrl}/_gateway-health/healthy`,
         { rejectUnauthorized: false },
         (res) => {
           res.resume();
@@ -99,12 +82,12 @@ describe('the data-plane front: one 404 shape and one refusal shape per surface'
   });
 
   it('serves metadata and health from the same front, with CORS on every path', async () => {
-    const base = fx.gateway.plainUrl;
+    const base = stack.fx.gateway.plainUrl;
     const metadata = await fetch(`${base}/.well-known/oauth-protected-resource/guarded/mcp`, {
       headers: { origin: INSPECTOR },
     });
     expect(metadata.status).toBe(200);
-    expect((await metadata.json()).resource).toBe(`${base}/guarded/mcp`);
+    expect(((await metadata.json()) as { resource: string }).resource).toBe(`${base}/guarded/mcp`);
     expect(metadata.headers.get('access-control-allow-origin')).toBe(INSPECTOR);
     const healthy = await fetch(`${base}/_gateway-health/healthy`);
     expect(healthy.status).toBe(200);
@@ -116,8 +99,8 @@ describe('the data-plane front: one 404 shape and one refusal shape per surface'
   });
 
   it("answers the gateway's own refusals on a proxy's MCP path as JSON-RPC errors, and elsewhere as {error, message}", async () => {
-    const base = fx.gateway.plainUrl;
-    const authorization = `Bearer ${await km.sign({})}`;
+    const base = stack.fx.gateway.plainUrl;
+    const authorization = `Bearer ${await stack.km.sign({})}`;
     const mcp = `${base}/guarded/mcp`;
     const preflight = { origin: 'https://evil.example', 'access-control-request-method': 'POST' };
     const refusals: Array<[string, number, string, Record<string, string>, string | undefined]> = [
@@ -138,6 +121,6 @@ describe('the data-plane front: one 404 shape and one refusal shape per surface'
       error: 'forbidden',
       message: 'Origin not allowed.',
     });
-    expect(upstream.hits).toBe(0);
+    expect(stack.upstream.hits).toBe(0);
   });
 });

@@ -1,39 +1,28 @@
 import { request } from 'node:http';
 import { lineLogger, useTempDir } from '@mcp-identity/common/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
-import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { describe, expect, it } from 'vitest';
+import { proxyDefinition } from './fixtures/gateway.js';
+import { CLIENT_ID } from './fixtures/key-manager.js';
 import { MCP_POST_HEADERS, rawRequest } from './fixtures/mcp-client.js';
-import { startUpstream, type Upstream } from './fixtures/upstream.js';
+import { useProxyStack } from './fixtures/proxy-stack.js';
 
 const tempDir = useTempDir('gw-endpoint-');
 
 describe('the /mcp endpoint served before Fastify', () => {
-  let upstream: Upstream;
-  let km: KeyManager;
-  let fx: GatewayFixture;
   const audit: Array<Record<string, unknown>> = [];
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    km = await startKeyManager();
-    fx = await startTestGateway({
-      dataDir: tempDir(),
-      keyManager: km,
+  const stack = useProxyStack({
+    dataDir: tempDir,
+    gateway: {
       limits: { max_request_body_bytes: 100 },
       logger: lineLogger((line) => {
         if (line.audit) audit.push(line.audit as Record<string, unknown>);
       }),
-    });
-    const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
-    const deployed = await fx.deploy(
-      proxyDefinition('scim-v1.0', '/scim', upstream.mcpUrl, [auth]),
-    );
-    expect(deployed.status).toBe(201);
-  });
-  afterAll(async () => {
-    await fx?.gateway.close();
-    await Promise.all([upstream?.close(), km?.stop()]);
+    },
+    proxies: ({ mcpUrl }) => [
+      proxyDefinition('scim-v1.0', '/scim', mcpUrl, [
+        { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } },
+      ]),
+    ],
   });
 
   it('answers a request refused from its headers once, with one audit line, whatever body follows', async () => {
@@ -50,7 +39,7 @@ describe('the /mcp endpoint served before Fastify', () => {
     for (const [method, headers, body] of cases) {
       const before = audit.length;
       const response = await rawRequest(
-        `${fx.gateway.plainUrl}/scim/mcp`,
+        `${stack.fx.gateway.plainUrl}/scim/mcp`,
         method,
         { authorization: 'Bearer', ...headers },
         body,
@@ -67,11 +56,11 @@ describe('the /mcp endpoint served before Fastify', () => {
   });
 
   it('refuses bodies over the size cap with 413 after authentication, and unsupported media types with 415', async () => {
-    const token = await km.sign({});
+    const token = await stack.km.sign({});
     const authorization = `Bearer ${token}`;
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', pad: 'x'.repeat(200) });
     const tooLarge = await rawRequest(
-      `${fx.gateway.plainUrl}/scim/mcp`,
+      `${stack.fx.gateway.plainUrl}/scim/mcp`,
       'POST',
       { authorization, 'content-type': 'application/json' },
       big,
@@ -85,7 +74,7 @@ describe('the /mcp endpoint served before Fastify', () => {
       error: { code: -32000, message: 'Request body is too large' },
     });
     const unsupported = await rawRequest(
-      `${fx.gateway.plainUrl}/scim/mcp`,
+      `${stack.fx.gateway.plainUrl}/scim/mcp`,
       'POST',
       { authorization, 'content-type': 'json' },
       '{"jsonrpc":"2.0","id":1,"method":"ping"}',
@@ -99,18 +88,18 @@ describe('the /mcp endpoint served before Fastify', () => {
         message: 'Unsupported Media Type: Content-Type must be application/json (charset utf-8)',
       },
     });
-    expect(upstream.hits).toBe(0);
+    expect(stack.upstream.hits).toBe(0);
   });
 
   it('forwards a body that arrives in pieces whole, with a Content-Length and chunked', async () => {
-    const authorization = `Bearer ${await km.sign({})}`;
+    const authorization = `Bearer ${await stack.km.sign({})}`;
     const body = '{"jsonrpc":"2.0","id":7,"method":"ping"}';
     const pieces = [body.slice(0, 17), body.slice(17)];
     for (const framing of [{ 'content-length': String(body.length) }, {}]) {
-      const hits = upstream.hits;
+      const hits = stack.upstream.hits;
       const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = request(
-          `${fx.gateway.plainUrl}/scim/mcp`,
+          `${stack.fx.gateway.plainUrl}/scim/mcp`,
           {
             method: 'POST',
             agent: false,
@@ -131,7 +120,7 @@ describe('the /mcp endpoint served before Fastify', () => {
       const label = JSON.stringify(framing);
       expect(answer.status, label).toBe(200);
       expect(answer.text, label).toContain('"id":7');
-      expect(upstream.hits, label).toBe(hits + 1);
+      expect(stack.upstream.hits, label).toBe(hits + 1);
     }
   });
 });

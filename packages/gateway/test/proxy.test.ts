@@ -1,47 +1,34 @@
 import { lineLogger, useTempDir } from '@mcp-identity/common/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayFixture, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
-import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { describe, expect, it } from 'vitest';
+import { proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import { CLIENT_ID } from './fixtures/key-manager.js';
 import { connectClient, json, postMcp, toolCall } from './fixtures/mcp-client.js';
-import { startUpstream, type Upstream } from './fixtures/upstream.js';
+import { useProxyStack } from './fixtures/proxy-stack.js';
+import { startUpstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-proxy-');
 
 describe('data plane', () => {
-  let upstream: Upstream;
-  let km: KeyManager;
-  let fx: GatewayFixture;
   const logLines: Array<Record<string, unknown>> = [];
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    km = await startKeyManager();
-    fx = await startTestGateway({
-      dataDir: tempDir(),
-      keyManager: km,
-      logger: lineLogger((line) => logLines.push(line)),
-    });
-    const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
-    const authz = {
-      name: 'mcp-authz',
-      version: 'v1',
-      params: { tools: [{ name: 'delete_user', scopes: { allOf: ['internal_user_mgt_delete'] } }] },
-    };
-    const deployments = [
-      proxyDefinition('open-v1.0', '/open', upstream.mcpUrl),
-      proxyDefinition('stream-v1.0', '/stream', upstream.streamUrl, [auth]),
+  const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
+  const authz = {
+    name: 'mcp-authz',
+    version: 'v1',
+    params: { tools: [{ name: 'delete_user', scopes: { allOf: ['internal_user_mgt_delete'] } }] },
+  };
+  const stack = useProxyStack({
+    dataDir: tempDir,
+    gateway: { logger: lineLogger((line) => logLines.push(line)) },
+    proxies: ({ mcpUrl, streamUrl }) => [
+      proxyDefinition('open-v1.0', '/open', mcpUrl),
+      proxyDefinition('stream-v1.0', '/stream', streamUrl, [auth]),
       proxyDefinition('dead-v1.0', '/dead', 'http://127.0.0.1:1/mcp'),
-      proxyDefinition('audited-v1.0', '/audited', upstream.mcpUrl, [auth, authz]),
-    ];
-    for (const definition of deployments) expect((await fx.deploy(definition)).status).toBe(201);
-  });
-  afterAll(async () => {
-    await fx?.gateway.close();
-    await Promise.all([upstream?.close(), km?.stop()]);
+      proxyDefinition('audited-v1.0', '/audited', mcpUrl, [auth, authz]),
+    ],
   });
 
   it('passes MCP through untouched when a proxy has no policies (HTTPS, SDK client)', async () => {
-    const client = await connectClient(`${fx.gateway.publicUrl}/open/mcp`);
+    const client = await connectClient(`${stack.fx.gateway.publicUrl}/open/mcp`);
     const tools = await client.listTools();
     expect(tools.tools.length).toBe(4);
     const result = await client.callTool({ name: 'delete_user', arguments: {} });
@@ -51,7 +38,7 @@ describe('data plane', () => {
 
   it('passes mcp-session-id, mcp-protocol-version and last-event-id through, and Authorization too', async () => {
     const response = await postMcp(
-      `${fx.gateway.plainUrl}/open/mcp`,
+      `${stack.fx.gateway.plainUrl}/open/mcp`,
       { jsonrpc: '2.0', id: 1, method: 'ping' },
       {
         'mcp-session-id': 'session-123',
@@ -61,7 +48,7 @@ describe('data plane', () => {
       },
     );
     await response.text();
-    expect(upstream.lastHeaders).toMatchObject({
+    expect(stack.upstream.lastHeaders).toMatchObject({
       'mcp-session-id': 'session-123',
       'mcp-protocol-version': '2025-06-18',
       'last-event-id': 'evt-9',
@@ -70,10 +57,14 @@ describe('data plane', () => {
   });
 
   it('streams SSE events to the client before the upstream stream ends', async () => {
-    const token = await km.sign({});
-    const response = await postMcp(`${fx.gateway.plainUrl}/stream/mcp`, toolCall('search_users'), {
-      authorization: `Bearer ${token}`,
-    });
+    const token = await stack.km.sign({});
+    const response = await postMcp(
+      `${stack.fx.gateway.plainUrl}/stream/mcp`,
+      toolCall('search_users'),
+      {
+        authorization: `Bearer ${token}`,
+      },
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/event-stream');
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
@@ -86,7 +77,7 @@ describe('data plane', () => {
     // The upstream is still holding its stream open: the first event arrived on its own.
     expect(received).toContain('notifications/progress');
     expect(received).not.toContain('"result"');
-    upstream.releaseStream();
+    stack.upstream.releaseStream();
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
@@ -96,7 +87,7 @@ describe('data plane', () => {
   });
 
   it('answers 502 with a JSON-RPC error carrying the request id when the upstream is unreachable', async () => {
-    const response = await postMcp(`${fx.gateway.plainUrl}/dead/mcp`, {
+    const response = await postMcp(`${stack.fx.gateway.plainUrl}/dead/mcp`, {
       jsonrpc: '2.0',
       id: 'req-7',
       method: 'ping',
@@ -107,7 +98,7 @@ describe('data plane', () => {
   });
 
   it('logs proxy requests at warn and above only, each line with its request id', async () => {
-    const response = await postMcp(`${fx.gateway.plainUrl}/dead/mcp`, {
+    const response = await postMcp(`${stack.fx.gateway.plainUrl}/dead/mcp`, {
       jsonrpc: '2.0',
       id: 'req-8',
       method: 'ping',
@@ -129,12 +120,12 @@ describe('data plane', () => {
       method: 'ping',
       params: { pad: 'x'.repeat(1_100_000) },
     });
-    const response = await postMcp(`${fx.gateway.plainUrl}/open/mcp`, huge);
+    const response = await postMcp(`${stack.fx.gateway.plainUrl}/open/mcp`, huge);
     expect(response.status).toBe(413);
   });
 
   it('answers 404 for unknown contexts', async () => {
-    const response = await postMcp(`${fx.gateway.plainUrl}/nowhere/mcp`, {
+    const response = await postMcp(`${stack.fx.gateway.plainUrl}/nowhere/mcp`, {
       jsonrpc: '2.0',
       id: 1,
       method: 'ping',
@@ -143,13 +134,17 @@ describe('data plane', () => {
   });
 
   it('writes one audit line per MCP request, without the token', async () => {
-    const token = await km.sign({ sub: 'alice', azp: 'agent-app', scope: 'x' });
-    const denied = await postMcp(`${fx.gateway.plainUrl}/audited/mcp`, toolCall('delete_user'), {
-      authorization: `Bearer ${token}`,
-    });
+    const token = await stack.km.sign({ sub: 'alice', azp: 'agent-app', scope: 'x' });
+    const denied = await postMcp(
+      `${stack.fx.gateway.plainUrl}/audited/mcp`,
+      toolCall('delete_user'),
+      {
+        authorization: `Bearer ${token}`,
+      },
+    );
     expect(denied.status).toBe(403);
     const allowed = await postMcp(
-      `${fx.gateway.plainUrl}/audited/mcp`,
+      `${stack.fx.gateway.plainUrl}/audited/mcp`,
       toolCall('add_user_to_group'),
       {
         authorization: `Bearer ${token}`,

@@ -1,16 +1,10 @@
 import { request } from 'node:http';
 import { useTempDir } from '@mcp-identity/common/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ADMIN,
-  basic,
-  type GatewayFixture,
-  proxyDefinition,
-  startTestGateway,
-} from './fixtures/gateway.js';
-import { CLIENT_ID, type KeyManager, startKeyManager } from './fixtures/key-manager.js';
+import { describe, expect, it } from 'vitest';
+import { ADMIN, basic, proxyDefinition, startTestGateway } from './fixtures/gateway.js';
+import { CLIENT_ID } from './fixtures/key-manager.js';
 import { toolCall } from './fixtures/mcp-client.js';
-import { startUpstream, type Upstream } from './fixtures/upstream.js';
+import { useProxyStack } from './fixtures/proxy-stack.js';
 
 const tempDir = useTempDir('gw-route-security-');
 
@@ -47,26 +41,15 @@ const MCP_HEADERS = {
 };
 
 describe('every authorization decision is taken on the route that serves the request', () => {
-  let upstream: Upstream;
-  let km: KeyManager;
-  let fx: GatewayFixture;
-
-  beforeAll(async () => {
-    upstream = await startUpstream();
-    km = await startKeyManager();
-    fx = await startTestGateway({ dataDir: tempDir(), keyManager: km });
-    const auth = { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } };
-    // A guarded proxy, and an open one whose context is a prefix-like neighbour.
-    for (const definition of [
-      proxyDefinition('scim-v1.0', '/scim', upstream.mcpUrl, [auth]),
-      proxyDefinition('open-v1.0', '/open', upstream.mcpUrl),
-    ]) {
-      expect((await fx.deploy(definition)).status).toBe(201);
-    }
-  });
-  afterAll(async () => {
-    await fx?.gateway.close();
-    await Promise.all([upstream?.close(), km?.stop()]);
+  // A guarded proxy, and an open one whose context is a prefix-like neighbour.
+  const stack = useProxyStack({
+    dataDir: tempDir,
+    proxies: ({ mcpUrl }) => [
+      proxyDefinition('scim-v1.0', '/scim', mcpUrl, [
+        { name: 'mcp-auth', version: 'v1', params: { audiences: [CLIENT_ID] } },
+      ]),
+      proxyDefinition('open-v1.0', '/open', mcpUrl),
+    ],
   });
 
   it('never reaches the guarded upstream without a token, whatever the spelling of the path', async () => {
@@ -92,29 +75,29 @@ describe('every authorization decision is taken on the route that serves the req
       '/scim/mcp#frag',
     ];
     for (const path of spellings) {
-      const before = upstream.hits;
-      const response = await send(fx.gateway.plainUrl, path, {
+      const before = stack.upstream.hits;
+      const response = await send(stack.fx.gateway.plainUrl, path, {
         method: 'POST',
         headers: MCP_HEADERS,
         body,
       });
       // Served by the guarded proxy (401) or by no proxy at all (404/400): never forwarded.
       expect([400, 401, 404], `${path} → ${response.status}`).toContain(response.status);
-      expect(upstream.hits, path).toBe(before);
+      expect(stack.upstream.hits, path).toBe(before);
     }
   });
 
   it('serves the guarded proxy with its policy on the spellings that route to it', async () => {
-    const token = await km.sign({});
+    const token = await stack.km.sign({});
     for (const path of ['/scim/mcp', '/scim/mcp/', '/scim/mcp?x=1']) {
       const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
-      const anonymous = await send(fx.gateway.plainUrl, path, {
+      const anonymous = await send(stack.fx.gateway.plainUrl, path, {
         method: 'POST',
         headers: MCP_HEADERS,
         body,
       });
       expect(anonymous.status, path).toBe(401);
-      const authorized = await send(fx.gateway.plainUrl, path, {
+      const authorized = await send(stack.fx.gateway.plainUrl, path, {
         method: 'POST',
         headers: { ...MCP_HEADERS, authorization: `Bearer ${token}` },
         body,
@@ -140,7 +123,7 @@ describe('every authorization decision is taken on the route that serves the req
     ];
     for (const path of spellings) {
       for (const method of ['GET', 'DELETE', 'PUT', 'POST']) {
-        const response = await send(fx.gateway.managementUrl, path, {
+        const response = await send(stack.fx.gateway.managementUrl, path, {
           method,
           headers: { 'content-type': 'application/json' },
           body: method === 'PUT' || method === 'POST' ? '{}' : undefined,
@@ -153,7 +136,7 @@ describe('every authorization decision is taken on the route that serves the req
         expect(response.body).not.toContain('mcpProxies');
       }
     }
-    const stillThere = await fx.management('/api/management/v1/mcp-proxies/scim-v1.0');
+    const stillThere = await stack.fx.management('/api/management/v1/mcp-proxies/scim-v1.0');
     expect(stillThere.status).toBe(200);
   });
 });

@@ -4,6 +4,7 @@ import {
   authorizeRequest,
   createUserWithRole,
   postLogin,
+  redeemCode,
   registerClient,
   startTestIdp,
   TEST_REDIRECT_URI,
@@ -26,18 +27,8 @@ describe('Client ID Metadata Documents at the IdP', async () => {
   const strict = await startTestIdp({ clientIdMetadata: { ca: documents.ca } });
   await createUserWithRole(idp, 'doc-user', PASSWORD, ['internal_user_mgt_list']);
 
-  const publish = (path: string, extra: Record<string, unknown> = {}) => {
-    const url = `${documents.origin}${path}`;
-    documents.serve(path, {
-      body: {
-        client_id: url,
-        client_name: 'Document Client',
-        redirect_uris: [TEST_REDIRECT_URI],
-        ...extra,
-      },
-    });
-    return url;
-  };
+  const publish = (path: string) =>
+    documents.publish(path, { name: 'Document Client', redirectUri: TEST_REDIRECT_URI });
   const authorize = (base: string, params: Record<string, string>) =>
     fetch(`${base}/oauth2/authorize?${new URLSearchParams(params)}`, { redirect: 'manual' });
 
@@ -61,13 +52,7 @@ describe('Client ID Metadata Documents at the IdP', async () => {
     const login = await postLogin(idp, params, { userName: 'doc-user', password: PASSWORD });
     expect(login.status).toBe(302);
     const code = new URL(login.headers.get('location') ?? '').searchParams.get('code') ?? '';
-    const exchange = await tokenRequest(idp, {
-      grant_type: 'authorization_code',
-      code,
-      client_id: clientId,
-      redirect_uri: TEST_REDIRECT_URI,
-      code_verifier: verifier,
-    });
+    const exchange = await redeemCode(idp, { code, clientId, verifier });
     expect(exchange.status).toBe(200);
     expect(exchange.body.scope).toBe('internal_user_mgt_list');
     const refreshed = await tokenRequest(idp, {
@@ -142,13 +127,7 @@ describe('step-up that ends', async () => {
     );
     const login = await postLogin(idp, params, { userName: 'lister', password: PASSWORD });
     const code = new URL(login.headers.get('location') ?? '').searchParams.get('code') ?? '';
-    const exchange = await tokenRequest(idp, {
-      grant_type: 'authorization_code',
-      code,
-      client_id: clientId,
-      redirect_uri: TEST_REDIRECT_URI,
-      code_verifier: verifier,
-    });
+    const exchange = await redeemCode(idp, { code, clientId, verifier });
     expect(exchange.body.scope).toBe('internal_user_mgt_list');
   });
 });

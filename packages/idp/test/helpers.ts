@@ -239,6 +239,21 @@ export async function tokenRequest(
   return { status: response.status, body: (await response.json()) as Record<string, string> };
 }
 
+/** Redeems an authorization code issued to the public client `clientId` at TEST_REDIRECT_URI. */
+export function redeemCode(
+  idp: RunningIdp,
+  grant: { code: string; clientId: string; verifier: string; extra?: Record<string, string> },
+): Promise<{ status: number; body: Record<string, string> }> {
+  return tokenRequest(idp, {
+    grant_type: 'authorization_code',
+    code: grant.code,
+    client_id: grant.clientId,
+    redirect_uri: TEST_REDIRECT_URI,
+    code_verifier: grant.verifier,
+    ...grant.extra,
+  });
+}
+
 /** Signs a user in through a freshly registered public client; returns the code exchange. */
 export async function signIn(
   idp: RunningIdp,
@@ -252,13 +267,11 @@ export async function signIn(
   const location = login.headers.get('location');
   if (!location) throw new Error(`login failed: ${login.status}`);
   const code = new URL(location).searchParams.get('code')!;
-  const exchange = await tokenRequest(idp, {
-    grant_type: 'authorization_code',
+  const exchange = await redeemCode(idp, {
     code,
-    client_id: clientId,
-    redirect_uri: TEST_REDIRECT_URI,
-    code_verifier: verifier,
-    ...(options.extra?.resource ? { resource: options.extra.resource } : {}),
+    clientId,
+    verifier,
+    extra: options.extra?.resource ? { resource: options.extra.resource } : {},
   });
   if (exchange.status !== 200) throw new Error(`code exchange failed: ${exchange.status}`);
   return { ...(exchange.body as UserTokens), clientId, code, verifier };

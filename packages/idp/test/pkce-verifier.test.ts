@@ -4,10 +4,9 @@ import {
   authorizeRequest,
   createUserWithRole,
   postLogin,
+  redeemCode,
   registerClient,
   startTestIdp,
-  TEST_REDIRECT_URI,
-  tokenRequest,
 } from './helpers.js';
 
 describe('PKCE verifier syntax (RFC 7636 §4.1)', async () => {
@@ -26,13 +25,7 @@ describe('PKCE verifier syntax (RFC 7636 §4.1)', async () => {
     const login = await postLogin(idp, params, credentials);
     expect(login.status).toBe(302);
     const code = new URL(login.headers.get('location')!).searchParams.get('code')!;
-    return tokenRequest(idp, {
-      grant_type: 'authorization_code',
-      code,
-      client_id: clientId,
-      redirect_uri: TEST_REDIRECT_URI,
-      code_verifier: verifier,
-    });
+    return redeemCode(idp, { code, clientId, verifier });
   };
 
   it('refuses a verifier outside the RFC alphabet or length even when it matches the challenge', async () => {

@@ -27,18 +27,8 @@ describe('Client ID Metadata Documents at Area A', async () => {
     await documents.close();
   });
 
-  const publish = (path: string, extra: Record<string, unknown> = {}) => {
-    const url = `${documents.origin}${path}`;
-    documents.serve(path, {
-      body: {
-        client_id: url,
-        client_name: 'Document Client',
-        redirect_uris: [REDIRECT_URI],
-        ...extra,
-      },
-    });
-    return url;
-  };
+  const publish = (path: string) =>
+    documents.publish(path, { name: 'Document Client', redirectUri: REDIRECT_URI });
 
   it('advertises client_id_metadata_document_supported', async () => {
     const metadata = await (

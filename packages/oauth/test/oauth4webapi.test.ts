@@ -12,31 +12,50 @@ import { ALICE, hostForSuite } from './fixtures/host.js';
 // Loopback test servers speak plain http, which the strict client refuses unless told.
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 
+/** The authorization server's metadata as oauth4webapi discovers and validates it. */
+async function discover(url: string): Promise<oauth.AuthorizationServer> {
+  const issuer = new URL(url);
+  return oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+  );
+}
+
+/** A code-flow authorization request with S256 PKCE and `state`, as oauth4webapi's users build it. */
+async function authorizationUrl(
+  as: oauth.AuthorizationServer,
+  client: oauth.Client,
+  request: { verifier: string; state: string; extra: Record<string, string> },
+): Promise<URL> {
+  const url = new URL(as.authorization_endpoint ?? '');
+  url.search = new URLSearchParams({
+    client_id: client.client_id,
+    redirect_uri: REDIRECT_URI,
+    response_type: 'code',
+    code_challenge: await oauth.calculatePKCECodeChallenge(request.verifier),
+    code_challenge_method: 'S256',
+    state: request.state,
+    ...request.extra,
+  }).toString();
+  return url;
+}
+
 describe('a strict OAuth client (oauth4webapi)', () => {
   const host = hostForSuite();
 
   it('performs discovery, the code flow with PKCE and iss, a refresh, and validates the JWT', async () => {
-    const issuer = new URL(host.url);
-    const as = await oauth.processDiscoveryResponse(
-      issuer,
-      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
-    );
+    const as = await discover(host.url);
     expect(as.code_challenge_methods_supported).toEqual(['S256']);
 
     // Registration goes through fetch: Area A answers 200, oauth4webapi insists on RFC 7591's 201.
     const client: oauth.Client = { client_id: await registerClient(host.url) };
     const verifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
-    const authorizeUrl = new URL(as.authorization_endpoint ?? '');
-    authorizeUrl.search = new URLSearchParams({
-      client_id: client.client_id,
-      redirect_uri: REDIRECT_URI,
-      response_type: 'code',
-      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
+    const authorizeUrl = await authorizationUrl(as, client, {
+      verifier,
       state,
-      scope: 'mcp:tools',
-    }).toString();
+      extra: { scope: 'mcp:tools' },
+    });
 
     const form = await getAuthorize(host.url, Object.fromEntries(authorizeUrl.searchParams));
     expect(form.response.status).toBe(200);
@@ -87,24 +106,15 @@ describe('a strict OAuth client (oauth4webapi)', () => {
   });
 
   it('validates iss on an error response (RFC 9207) and tells another issuer apart', async () => {
-    const issuer = new URL(host.url);
-    const as = await oauth.processDiscoveryResponse(
-      issuer,
-      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
-    );
+    const as = await discover(host.url);
     expect(as.authorization_response_iss_parameter_supported).toBe(true);
     const client: oauth.Client = { client_id: await registerClient(host.url) };
     const state = oauth.generateRandomState();
-    const authorizeUrl = new URL(as.authorization_endpoint ?? '');
-    authorizeUrl.search = new URLSearchParams({
-      client_id: client.client_id,
-      redirect_uri: REDIRECT_URI,
-      response_type: 'code',
-      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
-      code_challenge_method: 'S256',
+    const authorizeUrl = await authorizationUrl(as, client, {
+      verifier: oauth.generateRandomCodeVerifier(),
       state,
-      resource: 'https://other.example/mcp',
-    }).toString();
+      extra: { resource: 'https://other.example/mcp' },
+    });
     const refused = await fetch(authorizeUrl, { redirect: 'manual' });
     const callback = new URL(refused.headers.get('location') ?? '');
     expect(() => oauth.validateAuthResponse(as, client, callback, state)).toThrow(

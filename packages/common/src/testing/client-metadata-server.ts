@@ -24,6 +24,14 @@ export interface ClientMetadataServer {
   ca: string;
   /** Serves `document` at `path` from now on; returns the path's URL. */
   serve(path: string, document: ServedDocument): string;
+  /**
+   * Serves at `path` a valid document for a client called `name` with one redirect URI, its
+   * own URL as `client_id`, and `extra` over those; returns the URL.
+   */
+  publish(
+    path: string,
+    client: { name: string; redirectUri: string; extra?: Record<string, unknown> },
+  ): string;
   /** Requests received for `path`. */
   requests(path: string): number;
   close(): Promise<void>;
@@ -39,15 +47,8 @@ export function refusedClientDocuments(
   server: ClientMetadataServer,
   redirectUri: string,
 ): Array<{ name: string; clientId: string; reason: string; strict: boolean }> {
-  const publish = (path: string, extra: Record<string, unknown> = {}) =>
-    server.serve(path, {
-      body: {
-        client_id: `${server.origin}${path}`,
-        client_name: 'Refused Client',
-        redirect_uris: [redirectUri],
-        ...extra,
-      },
-    });
+  const publish = (path: string, extra?: Record<string, unknown>) =>
+    server.publish(path, { name: 'Refused Client', redirectUri, extra });
   return [
     {
       name: 'an unreachable document',
@@ -104,13 +105,23 @@ export async function startClientMetadataServer(): Promise<ClientMetadataServer>
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const serve = (path: string, document: ServedDocument) => {
+    documents.set(path, document);
+    return `${origin}${path}`;
+  };
   return {
     origin,
     ca: ca.cert,
-    serve(path, document) {
-      documents.set(path, document);
-      return `${origin}${path}`;
-    },
+    serve,
+    publish: (path, client) =>
+      serve(path, {
+        body: {
+          client_id: `${origin}${path}`,
+          client_name: client.name,
+          redirect_uris: [client.redirectUri],
+          ...client.extra,
+        },
+      }),
     requests: (path) => counts.get(path) ?? 0,
     async close() {
       server.closeAllConnections();
