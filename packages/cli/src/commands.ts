@@ -452,7 +452,10 @@ async function connect(argv: string[], io: Io): Promise<number> {
     return 2;
   }
   const { layout } = helperStack(config);
-  io.out.write(clientConfiguration(client, layout));
+  // The configuration alone on stdout, so `connect vscode > .vscode/mcp.json` saves it.
+  const { config: file, advice } = clientConfiguration(client, layout);
+  io.err.write(advice);
+  io.out.write(file);
   return 0;
 }
 

@@ -1,5 +1,10 @@
 export { type Io, runCommand, scopesForTool, USAGE } from './commands.js';
-export { clientConfiguration, MCP_CLIENTS, type McpClientName } from './connect.js';
+export {
+  type ClientConnection,
+  clientConfiguration,
+  MCP_CLIENTS,
+  type McpClientName,
+} from './connect.js';
 export { createProgress, type Progress } from './progress.js';
 export { callToolThroughGateway, clientCredentialsToken, resultText } from './stack/clients.js';
 export { DEFAULT_PORTS, type StackLayout, type StackPorts, stackLayout } from './stack/layout.js';

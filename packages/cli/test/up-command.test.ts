@@ -146,7 +146,7 @@ describe('a stack started with `up --detach` on non-default ports', { timeout: S
     await expect(fetch(`https://localhost:${ports.idp}/`)).rejects.toThrow();
   });
 
-  it('`connect` prints a ready-to-paste configuration for each client', async () => {
+  it('`connect` prints a configuration that can be saved as it is for each client', async () => {
     const gateway = `https://localhost:${ports.gatewayHttps}/scim/mcp`;
     const areaA = `http://localhost:${ports.areaA}/mcp`;
     const caFile = join(dataDir, 'ca', 'ca.pem');
@@ -154,9 +154,9 @@ describe('a stack started with `up --detach` on non-default ports', { timeout: S
     for (const client of ['claude', 'vscode', 'cursor', 'inspector']) {
       const run = await runCli(['connect', client], { cwd: project.subdir });
       expect(run.code, run.stderr).toBe(0);
-      expect(run.stdout).toContain(`NODE_EXTRA_CA_CERTS=${caFile}`);
-      const json = run.stdout.slice(run.stdout.indexOf('\n{') + 1, run.stdout.indexOf('\n}') + 2);
-      configs[client] = JSON.parse(json);
+      // The advice on stderr, so `connect <client> > file` saves the configuration alone.
+      expect(run.stderr).toContain(`NODE_EXTRA_CA_CERTS=${caFile}`);
+      configs[client] = JSON.parse(run.stdout);
     }
     expect(configs.claude).toEqual({
       mcpServers: {
