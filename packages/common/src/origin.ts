@@ -87,7 +87,28 @@ export const CORS_ALLOW_HEADERS = [
   'Mcp-Session-Id',
   'Mcp-Protocol-Version',
   'Last-Event-ID',
+  // MCP 2026-07-28 Streamable HTTP, "Standard Request Headers".
+  'Mcp-Method',
+  'Mcp-Name',
 ] as const;
+
+/** `Mcp-Param-{Name}`, `{Name}` a field-name token (RFC 9110 §5.1), as 2026-07-28 defines it. */
+const MCP_PARAM_HEADER = /^mcp-param-[!#$%&'*+.^_`|~0-9a-z-]+$/i;
+
+/**
+ * The `Mcp-Param-*` names a preflight asks for (`Access-Control-Request-Headers`): a modern
+ * client mirrors tool parameters into headers whose names only the server's tool definitions
+ * know, so a fixed list cannot allow them. Only names of that shape are echoed back.
+ */
+function requestedParamHeaders(requested: string | undefined): string {
+  if (requested === undefined) return '';
+  let out = '';
+  for (const item of requested.split(',')) {
+    const name = item.trim();
+    if (MCP_PARAM_HEADER.test(name)) out += `, ${name}`;
+  }
+  return out;
+}
 export const CORS_EXPOSE_HEADERS = [
   'WWW-Authenticate',
   'Mcp-Session-Id',
@@ -161,7 +182,11 @@ export function createCors(options: Omit<CorsOptions, 'paths'>) {
     if (!isPreflight(method, headers)) return 'serve';
     if (!allowed) return 'preflight-refused';
     response.setHeader('access-control-allow-methods', methods);
-    response.setHeader('access-control-allow-headers', allowHeaders);
+    const requested = headerValue(headers['access-control-request-headers']);
+    response.setHeader(
+      'access-control-allow-headers',
+      allowHeaders + requestedParamHeaders(requested),
+    );
     response.setHeader('access-control-max-age', maxAge);
     return 'preflight-allowed';
   };

@@ -123,14 +123,18 @@ describe('createCorsHook over HTTP', () => {
       headers: {
         origin: 'https://mcp.example.com',
         'access-control-request-method': 'POST',
-        'access-control-request-headers': 'authorization, content-type, mcp-protocol-version',
+        'access-control-request-headers':
+          'authorization, content-type, mcp-protocol-version, mcp-method, mcp-name, ' +
+          'mcp-param-region, mcp-param-bad(name), x-other',
       },
     });
     expect(response.status).toBe(204);
     expect(response.headers.get('access-control-allow-origin')).toBe('https://mcp.example.com');
     expect(response.headers.get('access-control-allow-methods')).toBe('GET, POST, DELETE');
+    // The modern era's mirrored headers, and the `Mcp-Param-*` names asked for that are tokens.
     expect(response.headers.get('access-control-allow-headers')).toBe(
-      'Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID',
+      'Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, ' +
+        'Mcp-Method, Mcp-Name, mcp-param-region',
     );
     expect(response.headers.get('access-control-max-age')).toBe('600');
   });

@@ -73,9 +73,13 @@ describe('SseListFilter with a reservation', () => {
       })(),
     );
     let out = '';
-    await pipeline(stream, new SseListFilter('tools', () => true, held), async (source) => {
-      for await (const chunk of source) out += chunk;
-    });
+    await pipeline(
+      stream,
+      new SseListFilter({ key: 'tools', keep: () => true, privateScope: false }, held),
+      async (source) => {
+        for await (const chunk of source) out += chunk;
+      },
+    );
     // 5,000 events of ~100 bytes went through a budget of 64 KiB.
     expect(out.split('\n\n').length - 1).toBe(5_000);
     expect(most).toBeLessThanOrEqual(Buffer.byteLength(event(4_999)) * LIST_WORKING_COPIES);
@@ -90,9 +94,13 @@ describe('SseListFilter with a reservation', () => {
       ),
     );
     await expect(
-      pipeline(stream, new SseListFilter('tools', () => true, held), async (source) => {
-        for await (const _ of source);
-      }),
+      pipeline(
+        stream,
+        new SseListFilter({ key: 'tools', keep: () => true, privateScope: false }, held),
+        async (source) => {
+          for await (const _ of source);
+        },
+      ),
     ).rejects.toMatchObject({ failure: 'answer_budget' });
   });
 });

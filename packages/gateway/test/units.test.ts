@@ -126,7 +126,11 @@ describe('auditRecordJson', () => {
 
 describe('SseListFilter', () => {
   async function run(input: string, chunkSize: number): Promise<string> {
-    const filter = new SseListFilter('tools', (item) => item.name !== 'secret');
+    const filter = new SseListFilter({
+      key: 'tools',
+      keep: (item) => (item as { name?: string }).name !== 'secret',
+      privateScope: false,
+    });
     const out: string[] = [];
     filter.on('data', (chunk: Buffer) => out.push(chunk.toString('utf8')));
     const done = new Promise((resolve) => filter.on('end', resolve));

@@ -16,8 +16,9 @@ import type { Readable } from 'node:stream';
  *   own fixture tools (`test_simple_text`, `test_reconnection`, …), which only its reference
  *   server has.
  * - server-stateless, caching, http-header-validation, http-custom-header-server-validation,
- *   sep-2164-resource-not-found, input-required-result-*: the 2026-07-28 draft, which our servers
- *   do not speak (they negotiate 2025-06-18 and 2025-11-25).
+ *   sep-2164-resource-not-found, input-required-result-*: the 2026-07-28 revision, which this
+ *   2025-era list does not run; servers that speak it (arazzo-mcp, the gateway) run the suite's
+ *   `--spec-version 2026-07-28` scenarios in their own conformance tests.
  * - tasks-*, sep-2640-skills-*: extensions our servers do not implement.
  */
 export const CONFORMANCE_SERVER_SCENARIOS = [

@@ -7,7 +7,7 @@ import { DEFAULT_SECRET_ACCESS, secretRefProblem } from './secret-ref.js';
 
 export type { ValidationContext } from '../policies/policy.js';
 
-export const SUPPORTED_SPEC_VERSIONS = ['2025-06-18', '2025-11-25'] as const;
+export const SUPPORTED_SPEC_VERSIONS = ['2025-06-18', '2025-11-25', '2026-07-28'] as const;
 const HEALTH_PREFIX = '/_gateway-health';
 
 export interface PolicyRef {

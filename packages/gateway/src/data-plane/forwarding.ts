@@ -7,7 +7,7 @@ import { type Dispatcher, Pool } from 'undici';
 import {
   filterJsonBody,
   holdListBytes,
-  type ItemPredicate,
+  type ListFilter,
   readList,
   SseListFilter,
 } from './list-filter.js';
@@ -316,12 +316,6 @@ function downstreamHeaders(
     out.push(name, value);
   }
   return out;
-}
-
-/** Rewrites the items of a list result the caller may not use (`filterLists`). */
-export interface ListFilter {
-  key: string;
-  keep: ItemPredicate;
 }
 
 /** A decoder for a content coding the gateway can read (RFC 9110 §8.4.1), else undefined. */
@@ -644,7 +638,7 @@ class ForwardingHandler implements Dispatcher.DispatchHandler {
     if (this.streaming) {
       http.writeHead(statusCode, downstreamHeaders(headers, true, http.ownHeaders));
       http.response.flushHeaders();
-      const sse = new SseListFilter(filter.key, filter.keep, held);
+      const sse = new SseListFilter(filter, held);
       this.stage = decoder ?? sse;
       if (decoder) pipeline(decoder, sse, http.response, done);
       else pipeline(sse, http.response, done);
@@ -658,7 +652,7 @@ class ForwardingHandler implements Dispatcher.DispatchHandler {
     };
     const written = (error: Error | null | undefined) => {
       if (error) return done(error);
-      const filtered = filterJsonBody(decoded, filter.key, filter.keep);
+      const filtered = filterJsonBody(decoded, filter);
       const out = downstreamHeaders(headers, true, http.ownHeaders);
       out.push('content-length', String(filtered.length));
       http.writeHead(statusCode, out);

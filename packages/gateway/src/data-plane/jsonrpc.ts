@@ -1,4 +1,5 @@
-import type { JsonRpcId } from '@mcp-identity/common';
+import type { IncomingHttpHeaders } from 'node:http';
+import { type JsonRpcId, jsonRpcError } from '@mcp-identity/common';
 
 /** What an MCP server offers by name: its tools, prompts and resources. */
 export type Capability = 'tools' | 'prompts' | 'resources';
@@ -628,5 +629,287 @@ export function requestIdOf(body: Buffer | undefined): JsonRpcId {
     return typeof id === 'string' || typeof id === 'number' ? id : null;
   } catch {
     return null;
+  }
+}
+
+/*
+ * Eras. The two eras of MCP a proxy serves at one URL (issue 39): the legacy one (2025-11-25 and
+ * before: an `initialize` handshake, governance read from the body) and the modern one
+ * (2026-07-28: every request carries its version, method and name in mirrored headers, which
+ * the gateway authorizes on before it reads the body, then checks the body agrees with).
+ */
+
+/** The first version of the modern era; versions are ISO dates, ordered as text. */
+export const FIRST_MODERN_VERSION = '2026-07-28';
+
+/** Whether a version has the `initialize` handshake (a request without the header has). */
+export function isLegacyVersion(version: string): boolean {
+  return version < FIRST_MODERN_VERSION;
+}
+
+/** JSON-RPC codes of the 2026-07-28 transport (streamable-http.mdx, "Server Validation"). */
+export const HEADER_MISMATCH = -32020;
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+
+/** `_meta` key that carries the request's version in the modern era. */
+const VERSION_META = 'io.modelcontextprotocol/protocolVersion';
+
+/**
+ * A request's `MCP-Protocol-Version` when it names the modern era (2026-07-28 or later, as the
+ * SDK's `isModernProtocolVersion` decides), else undefined: a later version the proxy does not
+ * list gets the modern era's UnsupportedProtocolVersionError, an earlier one the legacy refusal.
+ */
+export function modernVersionOf(headers: IncomingHttpHeaders): string | undefined {
+  const version = headers['mcp-protocol-version'];
+  return typeof version === 'string' && !isLegacyVersion(version) ? version : undefined;
+}
+
+const SENTINEL_START = '=?base64?';
+const SENTINEL_END = '?=';
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * A mirrored header's value as the client meant it: a Base64 sentinel (`=?base64?…?=`) decoded
+ * to its UTF-8 text, a plain value as it is. Undefined when the value has characters an HTTP
+ * field value may not (RFC 9110 §5.5: visible ASCII, space, tab; Node lets bytes over 0x7f
+ * through as latin1) or the sentinel is not valid Base64 of valid UTF-8.
+ */
+export function decodeMirrored(value: string): string | undefined {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code > 0x7e || (code < 0x20 && code !== 0x09)) return undefined;
+  }
+  if (!(value.startsWith(SENTINEL_START) && value.endsWith(SENTINEL_END))) return value;
+  const encoded = value.slice(SENTINEL_START.length, value.length - SENTINEL_END.length);
+  if (encoded.length % 4 !== 0 || !BASE64.test(encoded)) return undefined;
+  const bytes = Buffer.from(encoded, 'base64');
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A refusal of the modern era's own: 400 with this JSON-RPC error, answered once the body is
+ * read so that it carries the request's id (2026-07-28: every error response does).
+ */
+export class EraRefusal {
+  constructor(
+    readonly reason: string,
+    private readonly code: number,
+    private readonly message: string,
+    private readonly data?: unknown,
+  ) {}
+
+  body(id: JsonRpcId): unknown {
+    return jsonRpcError(id, this.code, this.message, this.data);
+  }
+}
+
+const mismatch = (message: string) => new EraRefusal(message, HEADER_MISMATCH, message);
+
+/**
+ * 400 UnsupportedProtocolVersionError, with the versions a modern client may retry with: the
+ * proxy's modern ones (what its `server/discover` can list); a proxy of the legacy era only
+ * lists its legacy ones, which tells the client to fall back to `initialize`.
+ */
+export function unsupportedVersion(specVersions: ReadonlySet<string>, requested: string) {
+  const all = [...specVersions];
+  const modern = all.filter((version) => !isLegacyVersion(version));
+  return new EraRefusal(
+    'unsupported protocol version',
+    UNSUPPORTED_PROTOCOL_VERSION,
+    'Unsupported protocol version',
+    { supported: modern.length > 0 ? modern : all, requested },
+  );
+}
+
+/** The request's `_meta` lacks the version: the envelope is invalid (-32602, 2026-07-28). */
+const NO_VERSION_META = new EraRefusal(
+  'request _meta without its protocol version',
+  -32602,
+  'Invalid params: _meta["io.modelcontextprotocol/protocolVersion"] is required',
+);
+
+/**
+ * The call a modern POST says it is, from its `Mcp-Method` and `Mcp-Name` headers alone: what
+ * the policies decide on before the body is read. A refusal when a required header is missing
+ * or has invalid characters, or an `Mcp-Param-*` header does.
+ */
+export function headerCall(headers: IncomingHttpHeaders): McpCall | EraRefusal {
+  const method = headers['mcp-method'];
+  if (typeof method !== 'string' || method === '') {
+    return mismatch('Header mismatch: required header Mcp-Method is missing');
+  }
+  if (decodeMirrored(method) !== method || method.startsWith(SENTINEL_START)) {
+    return mismatch('Header mismatch: Mcp-Method header has invalid characters');
+  }
+  const kind = methodKind(method);
+  let target = '';
+  if (kind.callsItem) {
+    const name = headers['mcp-name'];
+    if (typeof name !== 'string') {
+      return mismatch(`Header mismatch: required header Mcp-Name is missing for ${method}`);
+    }
+    const decoded = decodeMirrored(name);
+    if (decoded === undefined) {
+      return mismatch('Header mismatch: Mcp-Name header has invalid characters');
+    }
+    target = decoded;
+  }
+  for (const name in headers) {
+    if (!name.startsWith('mcp-param-')) continue;
+    const value = headers[name];
+    if (typeof value !== 'string' || decodeMirrored(value) === undefined) {
+      return mismatch(`Header mismatch: ${name} header has invalid characters`);
+    }
+  }
+  return { id: null, method, kind, params: undefined, target };
+}
+
+/**
+ * Whether the body says what the headers said (the 2026-07-28 transport's "Server
+ * Validation"): its `method` is `Mcp-Method`, its `params.name` / `params.uri` is the decoded
+ * `Mcp-Name`, its `_meta` version is `MCP-Protocol-Version`. A refusal naming the header and
+ * both values when not, so nothing the policies did not decide on reaches the upstream (a
+ * `_meta` without the version is an invalid envelope, -32602, as the SDK answers it).
+ */
+export function bodyMismatch(
+  fromHeaders: McpCall,
+  body: McpCall,
+  version: string,
+): EraRefusal | undefined {
+  const differs = (header: string, headerValue: string, bodyValue: unknown) =>
+    mismatch(
+      `Header mismatch: ${header} header value ${JSON.stringify(headerValue)} does not match body value ${JSON.stringify(bodyValue)}`,
+    );
+  if (body.method !== fromHeaders.method) {
+    return differs('Mcp-Method', fromHeaders.method, body.method);
+  }
+  if (body.target !== fromHeaders.target) {
+    return differs('Mcp-Name', fromHeaders.target, body.target);
+  }
+  const meta = body.params?._meta;
+  const bodyVersion =
+    meta !== null && typeof meta === 'object'
+      ? (meta as Record<string, unknown>)[VERSION_META]
+      : undefined;
+  if (bodyVersion === undefined) return NO_VERSION_META;
+  if (bodyVersion !== version) return differs('MCP-Protocol-Version', version, bodyVersion);
+  return undefined;
+}
+
+/** The newest legacy version a proxy lists: what the gateway counter-offers to `initialize`. */
+export function newestLegacyVersion(specVersions: ReadonlySet<string>): string | undefined {
+  let newest: string | undefined;
+  for (const version of specVersions) {
+    if (isLegacyVersion(version) && (newest === undefined || version > newest)) {
+      newest = version;
+    }
+  }
+  return newest;
+}
+
+/**
+ * One `x-mcp-header` annotation of a tool's `inputSchema`: the `Mcp-Param-{Name}` header
+ * (lower-cased, as Node names it) and the chain of `properties` keys to its argument.
+ */
+export interface ParamHeader {
+  readonly header: string;
+  readonly path: readonly string[];
+}
+
+/** How deep a chain of `properties` is followed for `x-mcp-header` annotations. */
+const MAX_PARAM_DEPTH = 8;
+const FIELD_NAME_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * The `x-mcp-header` annotations of a listed tool, on the chains of `properties` keys only
+ * (2026-07-28 "Custom Headers from Tool Parameters": an annotation reached through `items`,
+ * a composition or `$ref` is invalid, and not learnt here).
+ */
+export function paramHeadersOf(tool: Record<string, unknown>): ParamHeader[] {
+  const found: ParamHeader[] = [];
+  const walk = (schema: unknown, path: string[]) => {
+    if (!isObject(schema) || !isObject(schema.properties) || path.length >= MAX_PARAM_DEPTH) return;
+    for (const [key, property] of Object.entries(schema.properties)) {
+      if (!isObject(property)) continue;
+      const name = property['x-mcp-header'];
+      const at = [...path, key];
+      if (typeof name === 'string' && FIELD_NAME_TOKEN.test(name)) {
+        found.push({ header: `mcp-param-${name.toLowerCase()}`, path: at });
+      }
+      walk(property, at);
+    }
+  };
+  walk(tool.inputSchema, []);
+  return found;
+}
+
+/** Whether a decoded header value stands for an argument's value (integers numerically). */
+function mirrors(decoded: string, value: unknown): boolean {
+  if (typeof value === 'string') return decoded === value;
+  if (typeof value === 'boolean') return decoded === String(value);
+  if (typeof value === 'number') return decoded.trim() !== '' && Number(decoded) === value;
+  return false;
+}
+
+/**
+ * Whether a tools/call's `Mcp-Param-*` headers mirror its arguments for the annotations the
+ * gateway knows of the tool: a header present exactly when its argument is present and not
+ * null, and then equal to it (2026-07-28 "Server Behavior for Custom Headers").
+ */
+export function paramMismatch(
+  annotations: readonly ParamHeader[],
+  headers: IncomingHttpHeaders,
+  args: unknown,
+): EraRefusal | undefined {
+  for (const { header, path } of annotations) {
+    let value: unknown = args;
+    for (const key of path) value = isObject(value) ? value[key] : undefined;
+    const sent = headers[header];
+    if (value === undefined || value === null) {
+      if (sent === undefined) continue;
+      return mismatch(`Header mismatch: ${header} header sent without its argument`);
+    }
+    if (typeof sent !== 'string') {
+      return mismatch(`Header mismatch: required header ${header} is missing`);
+    }
+    const decoded = decodeMirrored(sent);
+    if (decoded === undefined || !mirrors(decoded, value)) {
+      return mismatch(
+        `Header mismatch: ${header} header value ${JSON.stringify(decoded ?? sent)} does not match body value ${JSON.stringify(value)}`,
+      );
+    }
+  }
+  return undefined;
+}
+
+/** Tools whose annotations a proxy keeps at most: a larger catalogue is validated in part. */
+const MAX_ANNOTATED_TOOLS = 1024;
+
+/**
+ * What a proxy learnt of its upstream's `x-mcp-header` annotations from the modern tools/list
+ * answers that passed through it, by tool name; bounded, and new with every deploy.
+ */
+export class ParamHeaderBook {
+  private readonly byTool = new Map<string, readonly ParamHeader[]>();
+
+  learn(tool: unknown): void {
+    if (!isObject(tool) || typeof tool.name !== 'string') return;
+    const found = paramHeadersOf(tool);
+    if (found.length === 0) this.byTool.delete(tool.name);
+    else if (this.byTool.has(tool.name) || this.byTool.size < MAX_ANNOTATED_TOOLS) {
+      this.byTool.set(tool.name, found);
+    }
+  }
+
+  of(tool: string): readonly ParamHeader[] | undefined {
+    return this.byTool.get(tool);
   }
 }

@@ -4,7 +4,18 @@ import { createParser, type EventSourceMessage, type EventSourceParser } from 'e
 import type { Reservation } from './request.js';
 import { ExchangeFailure } from './upstream-failure.js';
 
-export type ItemPredicate = (item: Record<string, unknown>) => boolean;
+export type ItemPredicate = (item: unknown) => boolean;
+
+/** How a list result is rewritten: the items of `result.<key>` the predicate rejects go. */
+export interface ListFilter {
+  key: string;
+  keep: ItemPredicate;
+  /**
+   * Mark the result `cacheScope: "private"` (its `ttlMs` kept): it was filtered for its caller,
+   * so no cache may share it with another (2026-07-28 server/utilities/caching).
+   */
+  privateScope: boolean;
+}
 
 /** Largest list result the gateway rewrites (decoded); a bigger one fails closed. */
 export const MAX_LIST_BYTES = 16 * 1024 * 1024;
@@ -47,20 +58,23 @@ export async function readList(source: AsyncIterable<Buffer>, held: Reservation)
  * Removes the items the predicate rejects from `result.<key>` of a JSON-RPC response.
  * Returns undefined when the message is not such a response (it is then left as it was).
  */
-function filterListResult(message: unknown, key: string, keep: ItemPredicate): unknown {
+function filterListResult(message: unknown, filter: ListFilter): unknown {
+  const { key, keep } = filter;
   if (message === null || typeof message !== 'object' || Array.isArray(message)) return undefined;
   const result = (message as { result?: unknown }).result;
   if (result === null || typeof result !== 'object') return undefined;
   const items = (result as Record<string, unknown>)[key];
   if (!Array.isArray(items)) return undefined;
-  const kept = items.filter((item) => item !== null && typeof item === 'object' && keep(item));
-  return { ...message, result: { ...result, [key]: kept } };
+  const kept = items.filter(keep);
+  const rewritten: Record<string, unknown> = { ...result, [key]: kept };
+  if (filter.privateScope) rewritten.cacheScope = 'private';
+  return { ...message, result: rewritten };
 }
 
 /** Filters a complete JSON response body; anything unparseable is returned unchanged. */
-export function filterJsonBody(body: Buffer, key: string, keep: ItemPredicate): Buffer {
+export function filterJsonBody(body: Buffer, filter: ListFilter): Buffer {
   try {
-    const filtered = filterListResult(JSON.parse(body.toString('utf8')), key, keep);
+    const filtered = filterListResult(JSON.parse(body.toString('utf8')), filter);
     return filtered === undefined ? body : Buffer.from(JSON.stringify(filtered));
   } catch {
     return body;
@@ -96,8 +110,7 @@ export class SseListFilter extends Transform {
   private eventEnded = false;
 
   constructor(
-    key: string,
-    keep: ItemPredicate,
+    filter: ListFilter,
     private readonly held?: Reservation,
   ) {
     super();
@@ -105,7 +118,7 @@ export class SseListFilter extends Transform {
       maxBufferSize: MAX_LIST_BYTES,
       onEvent: (event) => {
         this.eventEnded = true;
-        this.pending += serialize(event, rewrite(event.data, key, keep));
+        this.pending += serialize(event, rewrite(event.data, filter));
       },
       onRetry: (ms) => {
         this.pending += `retry: ${ms}\n`;
@@ -154,13 +167,13 @@ export class SseListFilter extends Transform {
   }
 }
 
-function rewrite(data: string, key: string, keep: ItemPredicate): string {
+function rewrite(data: string, filter: ListFilter): string {
   let message: unknown;
   try {
     message = JSON.parse(data);
   } catch {
     return data;
   }
-  const filtered = filterListResult(message, key, keep);
+  const filtered = filterListResult(message, filter);
   return filtered === undefined ? data : JSON.stringify(filtered);
 }

@@ -1,12 +1,30 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { boundedMemo, jsonRpcError, type Logger, recordLineWriter } from '@mcp-identity/common';
+import {
+  boundedMemo,
+  type JsonRpcId,
+  jsonRpcError,
+  type Logger,
+  recordLineWriter,
+} from '@mcp-identity/common';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { unauthenticated } from '../policies/challenge.js';
 import type { AuthOutcome, Exchange, Policy, Refusal } from '../policies/policy.js';
-import { forwardToUpstream, type ListFilter } from './forwarding.js';
-import { type McpCall, parseMcpBody, requestIdOf } from './jsonrpc.js';
+import { forwardToUpstream } from './forwarding.js';
+import {
+  bodyMismatch,
+  EraRefusal,
+  headerCall,
+  type McpCall,
+  modernVersionOf,
+  newestLegacyVersion,
+  paramMismatch,
+  parseMcpBody,
+  requestIdOf,
+  unsupportedVersion,
+} from './jsonrpc.js';
+import type { ListFilter } from './list-filter.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 import { type ByteBudget, bodyTextError, type McpHttp } from './request.js';
 import type { UpstreamFailure } from './upstream-failure.js';
@@ -110,6 +128,13 @@ export class McpExchange implements Exchange {
   missingScopes: readonly string[] | undefined = undefined;
   upstreamStatus: number | undefined = undefined;
   upstreamFailure: UpstreamFailure | undefined = undefined;
+  /**
+   * The request's `MCP-Protocol-Version` when it is of the modern era (`modernVersionOf`): its
+   * call was decided on from the headers (`call` holds what they said until the body is read).
+   */
+  modernVersion: string | undefined = undefined;
+  /** Why a modern request's headers are refused, answered once its body gives the id. */
+  eraRefusal: EraRefusal | undefined = undefined;
   readonly started = performance.now();
 
   constructor(
@@ -206,15 +231,42 @@ function peekCall(body: Buffer | undefined): McpCall | undefined {
   return parsed.ok ? parsed.call : undefined;
 }
 
-/** The protocol version a request names, if any: its header, or initialize's `protocolVersion`. */
-function requestedVersion(exchange: McpExchange): string | undefined {
-  const header = exchange.headers['mcp-protocol-version'];
-  if (typeof header === 'string') return header;
-  const { call } = exchange;
-  if (call?.method !== 'initialize') return undefined;
-  const version = call.params?.protocolVersion;
-  return typeof version === 'string' ? version : undefined;
+/** The legacy era's refusal of a version the proxy does not list (2025-11-25 lifecycle). */
+function legacyUnsupported(exchange: McpExchange, version: string): unknown {
+  return jsonRpcError(exchange.call?.id ?? null, -32602, 'Unsupported protocol version', {
+    supported: [...exchange.runtime.specVersions],
+    requested: version,
+  });
 }
+
+/**
+ * The legacy era's version check: a `MCP-Protocol-Version` the proxy does not list is refused;
+ * an `initialize` offering one is not (the 2025-11-25 lifecycle: the server answers with a
+ * version it supports, and the client decides) — it is forwarded with the proxy's newest
+ * legacy version in its place, so the upstream cannot agree to a version the proxy does not
+ * serve. The only request whose body the gateway re-serialises: the upstream must read the
+ * version the proxy offers, and the client gets it back in the result. The refusal's body
+ * when the request cannot go on.
+ */
+function legacyVersionRefusal(exchange: McpExchange, http: McpHttp): unknown {
+  const { runtime, call } = exchange;
+  const header = exchange.headers['mcp-protocol-version'];
+  if (typeof header === 'string' && !runtime.specVersions.has(header)) {
+    return legacyUnsupported(exchange, header);
+  }
+  if (call?.method !== 'initialize') return undefined;
+  const offered = call.params?.protocolVersion;
+  if (typeof offered !== 'string' || runtime.specVersions.has(offered)) return undefined;
+  const counter = newestLegacyVersion(runtime.specVersions);
+  if (counter === undefined || !http.body) return legacyUnsupported(exchange, offered);
+  const message = JSON.parse(http.body.toString('utf8')) as { params: Record<string, unknown> };
+  message.params.protocolVersion = counter;
+  http.body = Buffer.from(JSON.stringify(message));
+  return undefined;
+}
+
+/** Methods a modern request may use: no GET stream, no session to DELETE (2026-07-28). */
+const MODERN_ALLOW = 'POST, OPTIONS';
 
 export function createMcpRequestHandling(options: {
   metrics: GatewayMetrics;
@@ -316,7 +368,8 @@ export function createMcpRequestHandling(options: {
   /** Authenticates the caller of a parsed call if it needs one, then runs the policies. */
   const decide = (exchange: McpExchange, http: McpHttp): boolean | Promise<boolean> => {
     const { runtime, call } = exchange;
-    if (call && !exchange.token && runtime.callers.call(call)) {
+    const { callers } = runtime;
+    if (call && !exchange.token && (callers.everyCall || callers.call(call))) {
       const authenticated = authenticate(exchange, http);
       if (authenticated instanceof Promise) {
         return authenticated.then((go) => go && runPolicies(exchange, http, runtime.policies));
@@ -326,10 +379,75 @@ export function createMcpRequestHandling(options: {
     return runPolicies(exchange, http, runtime.policies);
   };
 
+  const refuseEra = (exchange: McpExchange, http: McpHttp, refusal: EraRefusal, id: JsonRpcId) =>
+    answer(exchange, http, 400, 'bad_request', refusal.reason, refusal.body(id));
+
+  /**
+   * Header stage of a modern request: its version, then the call its `Mcp-Method` / `Mcp-Name`
+   * headers name, authenticated and decided on by the policies before a byte of the body is
+   * read (the body must then agree, `bodyMismatch`).
+   */
+  const modernHeaders = (
+    exchange: McpExchange,
+    http: McpHttp,
+    version: string,
+  ): Promise<void> | undefined => {
+    exchange.modernVersion = version;
+    if (http.method !== 'POST') {
+      const body = jsonRpcError(null, -32000, `Method not allowed in protocol version ${version}`);
+      answer(exchange, http, 405, 'bad_request', 'method not allowed', body, {
+        allow: MODERN_ALLOW,
+      });
+      return undefined;
+    }
+    // Refused headers run no policy; the (size-capped) body is read only for the error's id.
+    const { runtime } = exchange;
+    if (!runtime.specVersions.has(version)) {
+      exchange.eraRefusal = unsupportedVersion(runtime.specVersions, version);
+      return undefined;
+    }
+    const call = headerCall(exchange.headers);
+    if (call instanceof EraRefusal) {
+      exchange.eraRefusal = call;
+      return undefined;
+    }
+    exchange.call = call;
+    const passed = decide(exchange, http);
+    return passed instanceof Promise ? passed.then(() => undefined) : undefined;
+  };
+
+  /** Body stage of a modern request, decided already: the body must say what the headers did. */
+  const modernBody = (exchange: McpExchange, http: McpHttp, version: string) => {
+    if (exchange.eraRefusal) {
+      refuseEra(exchange, http, exchange.eraRefusal, requestIdOf(http.body));
+      return undefined;
+    }
+    const parsed = parseMcpBody(http.body ?? '');
+    if (!parsed.ok) {
+      const error = jsonRpcError(null, parsed.code, parsed.message, parsed.data);
+      answer(exchange, http, 400, 'bad_request', 'invalid JSON-RPC', error);
+      return undefined;
+    }
+    const { call } = parsed;
+    const annotations =
+      call.method === 'tools/call' ? exchange.runtime.paramHeaders.of(call.target) : undefined;
+    const refusal =
+      bodyMismatch(exchange.call as McpCall, call, version) ??
+      (annotations && paramMismatch(annotations, exchange.headers, call.params?.arguments));
+    if (refusal) {
+      refuseEra(exchange, http, refusal, parsed.call.id);
+      return undefined;
+    }
+    exchange.call = parsed.call;
+    return forward(exchange, http);
+  };
+
   return {
     answer,
 
     onHeaders(exchange, http) {
+      const version = modernVersionOf(exchange.headers);
+      if (version !== undefined) return modernHeaders(exchange, http, version);
       const { callers } = exchange.runtime;
       if (!(http.method === 'POST' ? callers.everyCall : callers.transport)) return undefined;
       const passed = authenticate(exchange, http);
@@ -347,6 +465,8 @@ export function createMcpRequestHandling(options: {
           answer(exchange, http, 400, 'bad_request', 'body not UTF-8 JSON text', error);
           return undefined;
         }
+        const { modernVersion } = exchange;
+        if (modernVersion !== undefined) return modernBody(exchange, http, modernVersion);
         if (runtime.policies.length > 0) {
           const parsed = parseMcpBody(body ?? '');
           if (!parsed.ok) {
@@ -359,18 +479,9 @@ export function createMcpRequestHandling(options: {
           exchange.call = peekCall(body);
         }
       }
-      const version = requestedVersion(exchange);
-      if (version !== undefined && !runtime.specVersions.has(version)) {
-        const error = jsonRpcError(
-          exchange.call?.id ?? null,
-          -32602,
-          'Unsupported protocol version',
-          {
-            supported: [...runtime.specVersions],
-            requested: version,
-          },
-        );
-        answer(exchange, http, 400, 'bad_request', 'unsupported protocol version', error);
+      const refusal = legacyVersionRefusal(exchange, http);
+      if (refusal !== undefined) {
+        answer(exchange, http, 400, 'bad_request', 'unsupported protocol version', refusal);
         return undefined;
       }
       const passed = decide(exchange, http);
@@ -385,10 +496,30 @@ export function createMcpRequestHandling(options: {
     const { runtime, call } = exchange;
     let filter: ListFilter | undefined;
     const listed = call?.kind.listsItems ? call.kind.capability : undefined;
-    if (runtime.listPolicies.length > 0 && listed) {
+    // A modern tools/list answer teaches the proxy its tools' `x-mcp-header` annotations.
+    const learning = listed === 'tools' && exchange.modernVersion !== undefined;
+    if ((runtime.listPolicies.length > 0 || learning) && listed) {
       filter = {
         key: listed,
-        keep: (item) => runtime.listPolicies.every((p) => p.onListItem?.(exchange, item) ?? true),
+        keep: (item) => {
+          if (learning) runtime.paramHeaders.learn(item);
+          return (
+            item !== null &&
+            typeof item === 'object' &&
+            runtime.listPolicies.every((p) =>
+              p.onListItem ? p.onListItem(exchange, item as Record<string, unknown>) : true,
+            )
+          );
+        },
+        // A list filtered for its caller must not be cached for another (2026-07-28 caching).
+        privateScope: exchange.modernVersion !== undefined && runtime.listPolicies.length > 0,
+      };
+    } else if (call?.method === 'server/discover') {
+      // The versions a client may choose are those both the upstream and the proxy serve.
+      filter = {
+        key: 'supportedVersions',
+        keep: (version) => typeof version === 'string' && runtime.specVersions.has(version),
+        privateScope: false,
       };
     }
     return forwardToUpstream({

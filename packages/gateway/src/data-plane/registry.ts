@@ -6,7 +6,7 @@ import { resolveSecretRef, type SecretAccess } from '../control-plane/secret-ref
 import { POLICIES } from '../policies/index.js';
 import type { Authenticator, CallerNeeds, Policy } from '../policies/policy.js';
 import { UpstreamConnections, type UpstreamLimits } from './forwarding.js';
-import type { McpCall } from './jsonrpc.js';
+import { type McpCall, ParamHeaderBook } from './jsonrpc.js';
 
 /** A proxy's addresses on one listener and host (RFC 9728 resource and its metadata). */
 export interface ResourceUrls {
@@ -42,6 +42,8 @@ export interface ProxyRuntime {
    * base is seen (`resourceUrlsOf` in `front.ts`): a replaced proxy starts with none.
    */
   resourceUrls: Map<string, ResourceUrls>;
+  /** The upstream's `x-mcp-header` annotations, learnt from modern tools/list answers. */
+  paramHeaders: ParamHeaderBook;
 }
 
 export interface RegistryOptions {
@@ -151,6 +153,7 @@ export class ProxyRegistry {
       specVersions: specVersionsOf(definition),
       upstreamAuth,
       resourceUrls: new Map(),
+      paramHeaders: new ParamHeaderBook(),
     };
     this.byContext.set(context, runtime);
     this.contextById.set(id, context);
