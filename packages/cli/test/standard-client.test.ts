@@ -1,6 +1,18 @@
 import { join } from 'node:path';
 import { createApp, createLogger, type RunningServer } from '@mcp-identity/common';
-import { describeBrowser, startTestServer, useTempDir } from '@mcp-identity/common/testing';
+import {
+  BrowserSignInProvider,
+  describeBrowser,
+  Sdk2BrowserSignInProvider,
+  startTestServer,
+  useTempDir,
+} from '@mcp-identity/common/testing';
+import {
+  InsufficientScopeError,
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+  UnauthorizedError as ModernUnauthorizedError,
+} from '@modelcontextprotocol/client';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -58,6 +70,31 @@ async function searchAsClientApp(userName: string): Promise<Array<{ id: string }
   return (outcome.result.structuredContent as { users: Array<{ id: string }> | null }).users ?? [];
 }
 
+/** What these tests ask of either SDK's client. */
+interface ToolClient {
+  listTools(): Promise<{ tools: Array<{ name: string }> }>;
+  callTool(request: {
+    name: string;
+    arguments: Record<string, unknown>;
+  }): Promise<Record<string, unknown>>;
+}
+
+/** The read-only user's view: every tool listed, `search_users` finding alice; her id. */
+async function listsAndFindsAlice(client: ToolClient): Promise<string> {
+  const { tools } = await client.listTools();
+  expect(tools.map((tool) => tool.name)).toEqual(
+    expect.arrayContaining(['search_users', 'delete_user']),
+  );
+  const found = await client.callTool({
+    name: 'search_users',
+    arguments: { filter: 'userName eq alice', count: 1 },
+  });
+  expect(found.isError).toBe(false);
+  const { users } = found.structuredContent as { users: Array<{ id: string; userName: string }> };
+  expect(users.map((user) => user.userName)).toEqual(['alice']);
+  return users[0]?.id ?? '';
+}
+
 describeBrowser(
   'the official MCP SDK client given only the gateway URL',
   (browser) => {
@@ -72,6 +109,7 @@ describeBrowser(
         const mcpUrl = new URL(mcpUrlOf());
         const fetch = fetchTrustingStackCa();
         const provider = idpBrowserLogin(
+          BrowserSignInProvider,
           browser,
           stack.secrets.readOnlyUser,
           `${callback.url}/callback`,
@@ -108,20 +146,7 @@ describeBrowser(
 
         const client = new Client({ name: 'standard-client-e2e', version: '1.0.0' });
         await client.connect(transport);
-        const { tools } = await client.listTools();
-        expect(tools.map((tool) => tool.name)).toEqual(
-          expect.arrayContaining(['search_users', 'delete_user']),
-        );
-        const found = await client.callTool({
-          name: 'search_users',
-          arguments: { filter: 'userName eq alice', count: 1 },
-        });
-        expect(found.isError).toBe(false);
-        const users = (
-          found.structuredContent as { users: Array<{ id: string; userName: string }> }
-        ).users;
-        expect(users.map((user) => user.userName)).toEqual(['alice']);
-        const aliceId = users[0]?.id ?? '';
+        const aliceId = await listsAndFindsAlice(client);
 
         // The gateway refuses with the scope the tool needs; the SDK tries to upscope once (a
         // refresh cannot widen what the role grants) and gives up.
@@ -151,6 +176,90 @@ describeBrowser(
           expect.objectContaining({ id: aliceId }),
         ]);
         await client.close();
+      },
+      STACK_MS,
+    );
+  },
+  () => ({
+    trustedCertificates: [stack.layout.idp.certFile],
+  }),
+);
+
+describeBrowser(
+  'the SDK 2.4 client at MCP 2026-07-28 given only the gateway URL',
+  (browser) => {
+    const PINNED = { versionNegotiation: { mode: { pin: '2026-07-28' } } } as const;
+    const CLIENT = { name: 'modern-client-e2e', version: '1.0.0' };
+
+    it(
+      'pinned: discovers, registers, signs the read-only user in in Chromium, lists and searches, is refused delete_user with 403 insufficient_scope before the upstream; auto mode lands on the same era',
+      async () => {
+        const mcpUrl = new URL(stack.layout.gateway.mcpUrl);
+        const fetch = fetchTrustingStackCa();
+        const provider = idpBrowserLogin(
+          Sdk2BrowserSignInProvider,
+          browser,
+          stack.secrets.readOnlyUser,
+          `${callback.url}/callback`,
+        );
+        // The modern probe (server/discover) meets the gateway's 401: registration at the IdP,
+        // then the user at its authorization endpoint, for the resource it connected to.
+        const probe = new ModernClient(CLIENT, PINNED);
+        await expect(
+          probe.connect(new ModernTransport(mcpUrl, { authProvider: provider, fetch })),
+        ).rejects.toBeInstanceOf(ModernUnauthorizedError);
+        const [authorization] = provider.authorizationUrls;
+        expect({
+          registered: typeof provider.client?.client_id,
+          endpoint: authorization && `${authorization.origin}${authorization.pathname}`,
+          resource: authorization?.searchParams.get('resource'),
+          iss: provider.landed?.searchParams.get('iss'),
+        }).toEqual({
+          registered: 'string',
+          endpoint: `${stack.layout.idp.url}/oauth2/authorize`,
+          resource: mcpUrl.href,
+          iss: stack.layout.idp.issuer,
+        });
+
+        // Refusals come back to the caller (no second sign-in that could not widen the role).
+        const transport = new ModernTransport(mcpUrl, {
+          authProvider: provider,
+          fetch,
+          onInsufficientScope: 'throw',
+        });
+        await transport.finishAuth(provider.landed?.searchParams ?? new URLSearchParams());
+        const claims = decodeJwt(provider.current?.access_token ?? '');
+        expect([claims.aud].flat()).toContain(mcpUrl.href);
+        expect(String(claims.scope).split(' ').sort()).toEqual([...READ_ONLY_SCOPES].sort());
+
+        const client = new ModernClient(CLIENT, PINNED);
+        await client.connect(transport);
+        expect(client.getProtocolEra()).toBe('modern');
+        expect(client.getDiscoverResult()?.supportedVersions).toContain('2026-07-28');
+        expect(await client.discover()).toMatchObject({ capabilities: { tools: {} } });
+        const aliceId = await listsAndFindsAlice(client);
+
+        // The gateway's 403 with `WWW-Authenticate: Bearer error="insufficient_scope"` naming
+        // the scope the tool's rule needs, which is what the SDK's InsufficientScopeError means.
+        const refusal = client.callTool({ name: 'delete_user', arguments: { userId: aliceId } });
+        await expect(refusal).rejects.toBeInstanceOf(InsufficientScopeError);
+        await expect(refusal).rejects.toMatchObject({ requiredScope: 'internal_user_mgt_delete' });
+        // The call never reached the SCIM MCP server: alice is still there.
+        expect(await searchAsClientApp('alice')).toEqual([
+          expect.objectContaining({ id: aliceId }),
+        ]);
+        await client.close();
+
+        // The same user's token in auto mode: the probe finds the modern era at the gateway.
+        const auto = new ModernClient(CLIENT, { versionNegotiation: { mode: 'auto' } });
+        await auto.connect(new ModernTransport(mcpUrl, { authProvider: provider, fetch }));
+        expect(auto.getProtocolEra()).toBe('modern');
+        const again = await auto.callTool({
+          name: 'search_users',
+          arguments: { filter: 'userName eq alice', count: 1 },
+        });
+        expect(again.structuredContent).toMatchObject({ users: [{ id: aliceId }] });
+        await auto.close();
       },
       STACK_MS,
     );

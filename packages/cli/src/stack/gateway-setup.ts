@@ -82,7 +82,9 @@ export function scimProxyDefinition(
       displayName: 'SCIM identity tools',
       version: 'v1.0',
       context: PROXY_CONTEXT,
-      specVersions: ['2025-06-18', '2025-11-25'],
+      // Both eras at one URL (issue 39): 2026-07-28 (modern: server/discover, no session)
+      // beside the initialize-based 2025-11-25 and 2025-06-18.
+      specVersions: ['2025-06-18', '2025-11-25', '2026-07-28'],
       upstream: {
         url: layout.mcp.mcpUrl,
         auth: upstreamAuth(layout.mcp.upstreamSecretFile),

@@ -1,15 +1,19 @@
-import { BrowserSignInProvider } from '@mcp-identity/common/testing';
+import type { BrowserSignInProvider } from '@mcp-identity/common/testing';
 import type { BrowserContext } from 'playwright-core';
 
 export const CLIENT_NAME = 'mcp-identity standard client test';
 
-/** The SDK client's user signing in at the IdP's login form in Chromium. */
-export function idpBrowserLogin(
+/**
+ * The SDK client's user signing in at the IdP's login form in Chromium, through `Provider`:
+ * common's `BrowserSignInProvider` for the SDK 1.x client, `Sdk2BrowserSignInProvider` for 2.x.
+ */
+export function idpBrowserLogin<P extends BrowserSignInProvider>(
+  Provider: new (...args: ConstructorParameters<typeof BrowserSignInProvider>) => P,
   browser: () => BrowserContext,
   credentials: { userName: string; password: string },
   redirectUrl: string,
-): BrowserSignInProvider {
-  return new BrowserSignInProvider(browser, CLIENT_NAME, redirectUrl, async (page) => {
+): P {
+  return new Provider(browser, CLIENT_NAME, redirectUrl, async (page) => {
     await page.fill('input[name=username]', credentials.userName);
     await page.fill('input[name=password]', credentials.password);
     await page.click('button[type=submit]');

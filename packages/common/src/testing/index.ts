@@ -49,7 +49,11 @@ export { rawHttpStatus } from './raw-http.js';
 export { redisMissing, startRedis, type TestRedis } from './redis.js';
 export { refreshRaceChain } from './refresh-race.js';
 export { describeRequiring } from './requires.js';
-export { BrowserSignInProvider, SignInClientProvider } from './sdk-client-provider.js';
+export {
+  BrowserSignInProvider,
+  Sdk2BrowserSignInProvider,
+  SignInClientProvider,
+} from './sdk-client-provider.js';
 export { seededRandom } from './seeded-random.js';
 export { startTestServer } from './servers.js';
 export {

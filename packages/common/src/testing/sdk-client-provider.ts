@@ -1,3 +1,4 @@
+import type { OAuthDiscoveryState } from '@modelcontextprotocol/client';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type {
   OAuthClientInformationMixed,
@@ -20,6 +21,8 @@ export abstract class SignInClientProvider implements OAuthClientProvider {
   /** Every token set the SDK saved, in order. */
   savedTokens: OAuthTokens[] = [];
   authorizationUrls: URL[] = [];
+  /** The last redirect back to the client, whose query (`code`, `state`, `iss`) SDK 2.x reads. */
+  landed: URL | undefined;
   code: string | undefined;
   #verifier = '';
   #state = '';
@@ -75,6 +78,7 @@ export abstract class SignInClientProvider implements OAuthClientProvider {
     this.authorizationUrls.push(url);
     this.code = undefined;
     const landed = await this.signInAt(url);
+    this.landed = landed;
     if (landed.searchParams.get('state') !== this.#state)
       throw new UnexpectedResponseError('state mismatch');
     this.code = landed.searchParams.get('code') ?? undefined;
@@ -110,5 +114,22 @@ export class BrowserSignInProvider extends SignInClientProvider {
     } finally {
       await page.close();
     }
+  }
+}
+
+/**
+ * The browser sign-in for an SDK 2.x client, which also keeps the authorization server that
+ * discovery found before the redirect: SDK 2.x checks that the code is redeemed there
+ * (SEP-2352).
+ */
+export class Sdk2BrowserSignInProvider extends BrowserSignInProvider {
+  #discovery: OAuthDiscoveryState | undefined;
+
+  saveDiscoveryState(state: OAuthDiscoveryState): void {
+    this.#discovery = state;
+  }
+
+  discoveryState(): OAuthDiscoveryState | undefined {
+    return this.#discovery;
   }
 }
