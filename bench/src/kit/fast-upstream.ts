@@ -3,12 +3,32 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
+/** The tool every gateway benchmark calls. */
+export const TOOL_NAME = 'search_users';
+const TOOL_CALL_PARAMS = { name: TOOL_NAME, arguments: { filter: 'userName sw a', count: 5 } };
+
 /** The request every gateway benchmark sends, and the fixed answer of the fast upstreams. */
 export const TOOL_CALL_BODY = JSON.stringify({
   jsonrpc: '2.0',
   id: 1,
   method: 'tools/call',
-  params: { name: 'search_users', arguments: { filter: 'userName sw a', count: 5 } },
+  params: TOOL_CALL_PARAMS,
+});
+/**
+ * The same call as an MCP 2026-07-28 request: the version and the client's capabilities in
+ * `_meta` (basic/index, "Per-request protocol fields"), sent with `MODERN_MCP_HEADERS`.
+ */
+export const MODERN_TOOL_CALL_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: {
+    ...TOOL_CALL_PARAMS,
+    _meta: {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    },
+  },
 });
 export const TOOL_RESULT_BODY = JSON.stringify({
   jsonrpc: '2.0',

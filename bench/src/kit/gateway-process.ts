@@ -66,6 +66,9 @@ function postOnFreshConnection(
 /** Thrown when `gateway serve` refuses `--workers` (a gateway without worker support). */
 export class WorkersUnsupportedError extends Error {}
 
+/** Thrown when the management API refuses a definition (400: it names what it cannot deploy). */
+export class DeployRefusedError extends Error {}
+
 const require = createRequire(import.meta.url);
 const GATEWAY_BIN = join(dirname(require.resolve('@mcp-identity/gateway')), 'bin.js');
 
@@ -150,7 +153,8 @@ export async function startGatewayProcess(options: GatewayProcessOptions): Promi
         body: JSON.stringify(definition),
       });
       if (response.status !== 201) {
-        throw new Error(`deploying a proxy failed: ${response.status} ${await response.text()}`);
+        const failure = `deploying a proxy failed: ${response.status} ${await response.text()}`;
+        throw response.status === 400 ? new DeployRefusedError(failure) : new Error(failure);
       }
       const deadline = Date.now() + (options.wrapper ? 300_000 : 20_000);
       let lastStatus = 0;
