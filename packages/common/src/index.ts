@@ -106,6 +106,7 @@ export {
   createCors,
   createCorsHook,
   createOriginPolicy,
+  FIELD_NAME_TOKEN,
   isLoopbackOrigin,
   normalizeOrigin,
   type OriginPolicy,

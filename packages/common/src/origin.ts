@@ -92,8 +92,17 @@ export const CORS_ALLOW_HEADERS = [
   'Mcp-Name',
 ] as const;
 
-/** `Mcp-Param-{Name}`, `{Name}` a field-name token (RFC 9110 §5.1), as 2026-07-28 defines it. */
-const MCP_PARAM_HEADER = /^mcp-param-[!#$%&'*+.^_`|~0-9a-z-]+$/i;
+/** A field name (RFC 9110 §5.1: `1*tchar`), e.g. the `{Name}` of `Mcp-Param-{Name}` (2026-07-28). */
+export const FIELD_NAME_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+const MCP_PARAM_PREFIX = 'mcp-param-';
+
+function isMcpParamHeader(name: string): boolean {
+  return (
+    name.slice(0, MCP_PARAM_PREFIX.length).toLowerCase() === MCP_PARAM_PREFIX &&
+    FIELD_NAME_TOKEN.test(name.slice(MCP_PARAM_PREFIX.length))
+  );
+}
 
 /**
  * The `Mcp-Param-*` names a preflight asks for (`Access-Control-Request-Headers`): a modern
@@ -105,7 +114,7 @@ function requestedParamHeaders(requested: string | undefined): string {
   let out = '';
   for (const item of requested.split(',')) {
     const name = item.trim();
-    if (MCP_PARAM_HEADER.test(name)) out += `, ${name}`;
+    if (isMcpParamHeader(name)) out += `, ${name}`;
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { type JsonRpcId, jsonRpcError } from '@mcp-identity/common';
+import { FIELD_NAME_TOKEN, type JsonRpcId, jsonRpcError } from '@mcp-identity/common';
 
 /** What an MCP server offers by name: its tools, prompts and resources. */
 export type Capability = 'tools' | 'prompts' | 'resources';
@@ -667,6 +667,8 @@ export function modernVersionOf(headers: IncomingHttpHeaders): string | undefine
 const SENTINEL_START = '=?base64?';
 const SENTINEL_END = '?=';
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+/** Refuses a sentinel whose bytes are not UTF-8; one decoder for every header. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * A mirrored header's value as the client meant it: a Base64 sentinel (`=?base64?…?=`) decoded
@@ -682,9 +684,8 @@ export function decodeMirrored(value: string): string | undefined {
   if (!(value.startsWith(SENTINEL_START) && value.endsWith(SENTINEL_END))) return value;
   const encoded = value.slice(SENTINEL_START.length, value.length - SENTINEL_END.length);
   if (encoded.length % 4 !== 0 || !BASE64.test(encoded)) return undefined;
-  const bytes = Buffer.from(encoded, 'base64');
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    return STRICT_UTF8.decode(Buffer.from(encoded, 'base64'));
   } catch {
     return undefined;
   }
@@ -791,10 +792,7 @@ export function bodyMismatch(
     return differs('Mcp-Name', fromHeaders.target, body.target);
   }
   const meta = body.params?._meta;
-  const bodyVersion =
-    meta !== null && typeof meta === 'object'
-      ? (meta as Record<string, unknown>)[VERSION_META]
-      : undefined;
+  const bodyVersion = isObject(meta) ? meta[VERSION_META] : undefined;
   if (bodyVersion === undefined) return NO_VERSION_META;
   if (bodyVersion !== version) return differs('MCP-Protocol-Version', version, bodyVersion);
   return undefined;
@@ -820,13 +818,16 @@ export interface ParamHeader {
   readonly path: readonly string[];
 }
 
-/** How deep a chain of `properties` is followed for `x-mcp-header` annotations. */
-const MAX_PARAM_DEPTH = 8;
-const FIELD_NAME_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
+/**
+ * common's `isJsonObject`, written here because it runs on every modern call: a call through the
+ * gateway stays within the source files `test/call-path.test.ts` allows (ARCHITECTURE.md).
+ */
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
+
+/** How deep a chain of `properties` is followed for `x-mcp-header` annotations. */
+const MAX_PARAM_DEPTH = 8;
 
 /**
  * The `x-mcp-header` annotations of a listed tool, on the chains of `properties` keys only
