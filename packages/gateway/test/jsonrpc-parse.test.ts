@@ -21,7 +21,8 @@ function reference(text: string) {
   if (['method', 'params', 'jsonrpc', 'id'].some((name) => twice(keys.top, name))) {
     return { code: -32600 };
   }
-  if (['name', 'uri'].some((name) => twice(keys.params, name))) return { code: -32600 };
+  if (['name', 'uri', '_meta'].some((name) => twice(keys.params, name))) return { code: -32600 };
+  if (keys.meta.filter((key) => key === VERSION).length > 1) return { code: -32600 };
   const message = value as Record<string, unknown>;
   const { id, method, params } = message;
   if (message.jsonrpc !== '2.0') return { code: -32600 };
@@ -29,7 +30,7 @@ function reference(text: string) {
     return { code: -32600 };
   }
   if (method === undefined && id !== undefined && ('result' in message || 'error' in message)) {
-    return { call: { id, method: '', params: undefined, target: '' } };
+    return { call: { id, method: '', params: undefined, target: '', metaVersion: undefined } };
   }
   if (typeof method !== 'string') return { code: -32600 };
   if (
@@ -43,15 +44,25 @@ function reference(text: string) {
   if (method === 'tools/call' || method === 'prompts/get') target = p?.name;
   if (method === 'resources/read') target = p?.uri;
   if (typeof target !== 'string') return { code: -32600 };
-  return { call: { id: id ?? null, method, params: p, target } };
+  const meta = p?._meta;
+  const isObject = meta !== null && typeof meta === 'object' && !Array.isArray(meta);
+  const metaVersion = isObject ? (meta as Record<string, unknown>)[VERSION] : undefined;
+  return { call: { id: id ?? null, method, params: p, target, metaVersion } };
 }
 
-/** Member names of the top-level object and of its `params` object, decoded, in text order. */
-function memberNames(text: string): { top: string[]; params: string[] } {
+const VERSION = 'io.modelcontextprotocol/protocolVersion';
+
+/**
+ * Member names of the top-level object, of its `params` object and of `params._meta`, decoded,
+ * in text order.
+ */
+function memberNames(text: string): { top: string[]; params: string[]; meta: string[] } {
   const top: string[] = [];
   const params: string[] = [];
+  const meta: string[] = [];
   const containers: string[] = [];
   let topKey = '';
+  let paramsKey = '';
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (c === '"') {
@@ -64,7 +75,10 @@ function memberNames(text: string): { top: string[]; params: string[] } {
           topKey = key;
           top.push(key);
         } else if (containers.length === 2 && topKey === 'params') {
+          paramsKey = key;
           params.push(key);
+        } else if (containers.length === 3 && topKey === 'params' && paramsKey === '_meta') {
+          meta.push(key);
         }
       }
       i = end;
@@ -74,7 +88,7 @@ function memberNames(text: string): { top: string[]; params: string[] } {
       containers.pop();
     }
   }
-  return { top, params };
+  return { top, params, meta };
 }
 
 const BODIES = [
@@ -87,6 +101,8 @@ const BODIES = [
   '{"jsonrpc":"2\\u002e0","id":true,"m\\u0065thod":"prompts/get","params":{"n\\u0061me":"p","NAME":"q"}}',
   '{"jsonrpc":"2.0","id":7,"method":"tools/list","params":[{"name":1,"name":2}],"Method":"x"}',
   '[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","x":{"y":[1,{}]}},"name":"get_user","arguments":{"id":"u"}}}',
+  '{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c","_meta":{}}}',
 ];
 
 /** Pieces a mutation inserts: JSON punctuation, escapes, member names in other cases, bytes. */
@@ -129,6 +145,10 @@ const PIECES = [
   '"result":1,',
   '"error":{},',
   '"jsonrpc":"2.0",',
+  '"_meta":{"v":"2026-07-28"},',
+  '"io.modelcontextprotocol/protocolVersion":"2026-07-28",',
+  '"io.modelcontextprotocol/protocolVersion":1,',
+  '"_META":[],',
 ];
 
 describe('parseMcpBody against JSON.parse and the member names as written', () => {
@@ -155,7 +175,8 @@ describe('parseMcpBody against JSON.parse and the member names as written', () =
             Object.is(actual.call.id, expected.call.id) &&
             actual.call.method === expected.call.method &&
             actual.call.target === expected.call.target &&
-            JSON.stringify(actual.call.params) === JSON.stringify(expected.call.params);
+            JSON.stringify(actual.call.params) === JSON.stringify(expected.call.params) &&
+            JSON.stringify(actual.call.metaVersion) === JSON.stringify(expected.call.metaVersion);
       if (!same) failures.push(text);
     }
     expect(failures.slice(0, 5)).toEqual([]);
@@ -179,6 +200,28 @@ describe('parseMcpBody, one body after another', () => {
     expect(refused.ok).toBe(false);
     expect(first.ok && first.call.params).toEqual({ protocolVersion: '2025-06-18' });
     expect(second.ok && second.call.params).toEqual({ protocolVersion: '2025-03-26' });
+  });
+
+  it("reads a modern call's _meta version without building params, and refuses two of them", () => {
+    const call = (meta: string) =>
+      parseMcpBody(
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"_meta":{"${VERSION}":"x"}},"_meta":${meta}}}`,
+      );
+    const version = (meta: string) => {
+      const parsed = call(meta);
+      return parsed.ok ? parsed.call.metaVersion : parsed.code;
+    };
+    expect(version(`{"${VERSION}":"2026-07-28"}`)).toBe('2026-07-28');
+    expect(version(`{"a":{"${VERSION}":"no"},"${VERSION}":"2026-07-28"}`)).toBe('2026-07-28');
+    expect(version(`{"io.modelcontextprotocol\\u002fprotocolVersion":"2026-07-28"}`)).toBe(
+      '2026-07-28',
+    );
+    expect(version(`{"${VERSION}":20260728}`)).toBe(20260728);
+    expect(version(`{"${VERSION}":{"a":[1]},"b":2}`)).toEqual({ a: [1] });
+    expect(version(`{"${VERSION}":[1]}`)).toEqual([1]);
+    expect(version(`[{"${VERSION}":"2026-07-28"}]`)).toBeUndefined();
+    expect(version('{}')).toBeUndefined();
+    expect(version(`{"${VERSION}":"2026-07-28","${VERSION}":"2025-11-25"}`)).toBe(-32600);
   });
 
   it('reads each method and tool name from its own body, whatever the body before spelt', () => {

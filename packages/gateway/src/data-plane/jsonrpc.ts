@@ -34,6 +34,12 @@ export interface McpCall {
   params: Record<string, unknown> | undefined;
   /** `params.name` for tools/call and prompts/get, `params.uri` for resources/read, else ''. */
   target: string;
+  /**
+   * `params._meta["io.modelcontextprotocol/protocolVersion"]` (undefined when absent), read by
+   * the one pass over the body: the modern era's version check needs only it, and building
+   * `params` to reach it cost more than deciding from the headers saved.
+   */
+  metaVersion: unknown;
 }
 
 const CAPABILITIES: readonly Capability[] = ['tools', 'prompts', 'resources'];
@@ -110,6 +116,9 @@ enum Member {
   Params,
   Name,
   Uri,
+  Meta,
+  /** `params._meta["io.modelcontextprotocol/protocolVersion"]`. */
+  Version,
 }
 
 /** What a member's value starts with (its JSON type, told from its first byte). */
@@ -215,17 +224,22 @@ const TOP_NAMES: ReadonlyArray<readonly [string, Member]> = [
 const PARAMS_NAMES: ReadonlyArray<readonly [string, Member]> = [
   ['name', Member.Name],
   ['uri', Member.Uri],
+  ['_meta', Member.Meta],
 ];
+
+/** `_meta` key that carries the request's version in the modern era. */
+const VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 
 /**
  * One pass over a body: validates it as JSON (RFC 8259) without building it, and notes where
  * the members the gateway reads are (top level: `jsonrpc`, `id`, `method`, `params`, `result`,
- * `error`; in `params`: `name`, `uri`). JSON.parse keeps only the last of duplicated keys, so a
- * peer that keeps the first one would see a different request than we authorised: every case
- * spelling of `jsonrpc`, `id`, `method`, `params`, `params.name` and `params.uri` is counted,
- * escapes decoded, so that such bodies can be refused. Iterative, so nesting depth is bounded
- * only by the body size limit, as with JSON.parse. One scanner serves every body in turn
- * (`reset`): a scan runs to its end synchronously, and what outlives it is copied out of it.
+ * `error`; in `params`: `name`, `uri`, `_meta`). JSON.parse keeps only the last of duplicated
+ * keys, so a peer that keeps the first one would see a different request than we authorised:
+ * every case spelling of `jsonrpc`, `id`, `method`, `params`, `params.name`, `params.uri` and
+ * `params._meta` is counted, escapes decoded, so that such bodies can be refused. Iterative, so
+ * nesting depth is bounded only by the body size limit, as with JSON.parse. One scanner serves
+ * every body in turn (`reset`): a scan runs to its end synchronously, and what outlives it is
+ * copied out of it.
  */
 class BodyScan {
   readonly jsonrpc = new Span();
@@ -234,6 +248,7 @@ class BodyScan {
   readonly params = new Span();
   readonly name = new Span();
   readonly uri = new Span();
+  readonly version = new Span();
   /** The spans by member; none for `Other`. */
   private readonly spans: ReadonlyArray<Span | undefined> = [
     undefined,
@@ -243,6 +258,8 @@ class BodyScan {
     this.params,
     this.name,
     this.uri,
+    undefined,
+    this.version,
   ];
   hasResult = false;
   hasError = false;
@@ -250,7 +267,7 @@ class BodyScan {
   ambiguous = false;
   topIsObject = false;
   /** Spellings seen per member. */
-  private readonly spellings = [0, 0, 0, 0, 0, 0, 0];
+  private readonly spellings = [0, 0, 0, 0, 0, 0, 0, 0, 0];
   private bytes = EMPTY;
 
   /** Drops the body scanned last. */
@@ -281,6 +298,8 @@ class BodyScan {
     /** The top-level member being read, and whether its value is the `params` object. */
     let topMember = Member.Other;
     let inParams = false;
+    /** The member of `params` being read. */
+    let paramsMember = Member.Other;
     let span: Span | undefined;
     let i = this.skipWhitespace(0);
     this.topIsObject = b[i] === OPEN_BRACE;
@@ -297,9 +316,10 @@ class BodyScan {
           if (c === OPEN_BRACE) {
             if (objects.length === 1 && topMember === Member.Params) inParams = true;
             objects.push(1);
-            i = this.member(i, objects.length, inParams);
+            i = this.member(i, objects.length, inParams, paramsMember);
             if (i < 0) return false;
             if (objects.length === 1) topMember = this.lastMember;
+            else if (inParams && objects.length === 2) paramsMember = this.lastMember;
             span = this.spanOf(this.lastMember);
           } else {
             objects.push(0);
@@ -331,9 +351,10 @@ class BodyScan {
         if (c2 === COMMA) {
           i = this.skipWhitespace(i + 1);
           if (inObject) {
-            i = this.member(i, depth, inParams);
+            i = this.member(i, depth, inParams, paramsMember);
             if (i < 0) return false;
             if (depth === 1) topMember = this.lastMember;
+            else if (inParams && depth === 2) paramsMember = this.lastMember;
             span = this.spanOf(this.lastMember);
           }
           break;
@@ -357,17 +378,21 @@ class BodyScan {
   private lastMember = Member.Other;
 
   /**
-   * Reads a member name at i (in an object at `depth`) and the colon after it: the position of
-   * its value (-1 when the JSON is bad), and in `lastMember` which member it is.
+   * Reads a member name at i (in an object at `depth`, of `params` when `inParams`, and then of
+   * `paramsMember`'s value) and the colon after it: the position of its value (-1 when the JSON
+   * is bad), and in `lastMember` which member it is.
    */
-  private member(i: number, depth: number, inParams: boolean): number {
+  private member(i: number, depth: number, inParams: boolean, paramsMember: Member): number {
     const b = this.bytes;
     if (b[i] !== QUOTE) return -1;
     const end = this.stringEnd(i);
     if (end < 0) return -1;
     this.lastMember = Member.Other;
     if (depth === 1) this.lastMember = this.classify(i, end, TOP_NAMES, true);
-    else if (depth === 2 && inParams) this.lastMember = this.classify(i, end, PARAMS_NAMES, false);
+    else if (inParams && depth === 2) this.lastMember = this.classify(i, end, PARAMS_NAMES, false);
+    else if (inParams && depth === 3 && paramsMember === Member.Meta) {
+      this.lastMember = this.metaMember(i, end);
+    }
     const colon = this.skipWhitespace(end);
     if (b[colon] !== COLON) return -1;
     return this.skipWhitespace(colon + 1);
@@ -405,6 +430,25 @@ class BodyScan {
       else if (isAsciiText(bytes, from, to, 'error')) this.hasError = true;
     }
     return exact;
+  }
+
+  /**
+   * Whether the key between `start` and `end` (its quotes included) of `params._meta` is the
+   * protocol version's, counting each time it is: `_meta` keys are names in a namespace, where
+   * only the exact spelling is the version's, but two of them would be two meanings.
+   */
+  private metaMember(start: number, end: number): Member {
+    let bytes = this.bytes;
+    let from = start + 1;
+    let to = end - 1;
+    if (this.escaped) {
+      bytes = Buffer.from(JSON.parse(this.text(start, end)) as string);
+      from = 0;
+      to = bytes.length;
+    }
+    if (!isAsciiText(bytes, from, to, VERSION_META)) return Member.Other;
+    if (++(this.spellings[Member.Version] as number) > 1) this.ambiguous = true;
+    return Member.Version;
   }
 
   /** Whether a string span holds exactly `value`, read without making a string of it. */
@@ -527,6 +571,7 @@ class RecurringString {
 
 const recentMethod = new RecurringString();
 const recentTarget = new RecurringString();
+const recentVersion = new RecurringString();
 
 /**
  * A request or notification as parsed: its `params` object is built only when something reads
@@ -535,6 +580,7 @@ const recentTarget = new RecurringString();
  */
 class ParsedCall implements McpCall {
   private parsed: Record<string, unknown> | undefined | null = null;
+  metaVersion: unknown = undefined;
 
   constructor(
     readonly id: JsonRpcId,
@@ -579,7 +625,7 @@ export function parseMcpBody(body: Buffer | string): ParseResult {
 function parseScanned(scan: BodyScan, body: Buffer): ParseResult {
   if (!scan.run()) return PARSE_ERROR;
   if (!scan.topIsObject || scan.ambiguous) return INVALID;
-  const { jsonrpc, id: idSpan, method: methodSpan, params } = scan;
+  const { jsonrpc, id: idSpan, method: methodSpan, params, version } = scan;
   if (jsonrpc.kind !== Kind.String || !scan.holds(jsonrpc, '2.0')) return INVALID;
   let id: JsonRpcId | undefined;
   switch (idSpan.kind) {
@@ -600,7 +646,14 @@ function parseScanned(scan: BodyScan, body: Buffer): ParseResult {
     // A client's reply to a server-initiated request (sampling, elicitation, roots).
     return {
       ok: true,
-      call: { id, method: '', kind: NO_CAPABILITY, params: undefined, target: '' },
+      call: {
+        id,
+        method: '',
+        kind: NO_CAPABILITY,
+        params: undefined,
+        target: '',
+        metaVersion: undefined,
+      },
     };
   }
   if (methodSpan.kind !== Kind.String) return INVALID;
@@ -614,10 +667,22 @@ function parseScanned(scan: BodyScan, body: Buffer): ParseResult {
     target = recentTarget.at(scan, span);
   }
   const paramsEnd = params.kind === Kind.Absent ? 0 : params.end;
-  return {
-    ok: true,
-    call: new ParsedCall(id ?? null, method, kind, target, body, params.start, paramsEnd),
-  };
+  const call = new ParsedCall(id ?? null, method, kind, target, body, params.start, paramsEnd);
+  switch (version.kind) {
+    case Kind.Absent:
+      break;
+    case Kind.String:
+      call.metaVersion = recentVersion.at(scan, version);
+      break;
+    case Kind.Number:
+    case Kind.Literal:
+      call.metaVersion = JSON.parse(scan.text(version.start, version.end));
+      break;
+    default:
+      // An object or array, which the scan does not delimit inside `params` (never valid).
+      call.metaVersion = (call.params?._meta as Record<string, unknown>)[VERSION_META];
+  }
+  return { ok: true, call };
 }
 
 /** Best-effort request id for error replies when the body is not a usable request. */
@@ -650,9 +715,6 @@ export function isLegacyVersion(version: string): boolean {
 /** JSON-RPC codes of the 2026-07-28 transport (streamable-http.mdx, "Server Validation"). */
 export const HEADER_MISMATCH = -32020;
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
-
-/** `_meta` key that carries the request's version in the modern era. */
-const VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 
 /**
  * A request's `MCP-Protocol-Version` when it names the modern era (2026-07-28 or later, as the
@@ -766,7 +828,7 @@ export function headerCall(headers: IncomingHttpHeaders): McpCall | EraRefusal {
       return mismatch(`Header mismatch: ${name} header has invalid characters`);
     }
   }
-  return { id: null, method, kind, params: undefined, target };
+  return { id: null, method, kind, params: undefined, target, metaVersion: undefined };
 }
 
 /**
@@ -791,8 +853,7 @@ export function bodyMismatch(
   if (body.target !== fromHeaders.target) {
     return differs('Mcp-Name', fromHeaders.target, body.target);
   }
-  const meta = body.params?._meta;
-  const bodyVersion = isObject(meta) ? meta[VERSION_META] : undefined;
+  const bodyVersion = body.metaVersion;
   if (bodyVersion === undefined) return NO_VERSION_META;
   if (bodyVersion !== version) return differs('MCP-Protocol-Version', version, bodyVersion);
   return undefined;
