@@ -1,5 +1,6 @@
 import { refusedClientDocuments, startClientMetadataServer } from '@mcp-identity/common/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { WITHHELD_SCOPES_WINDOW_MS } from '../src/oauth/withheld-scopes.js';
 import {
   authorizeRequest,
   createUserWithRole,
@@ -100,7 +101,8 @@ describe('Client ID Metadata Documents at the IdP', async () => {
 });
 
 describe('step-up that ends', async () => {
-  const idp = await startTestIdp();
+  let now = Date.now();
+  const idp = await startTestIdp({ clock: () => now });
   await createUserWithRole(idp, 'lister', PASSWORD, ['internal_user_mgt_list']);
 
   it('refuses with access_denied, naming the scope, when the role grants none of those asked', async () => {
@@ -129,5 +131,30 @@ describe('step-up that ends', async () => {
     const code = new URL(login.headers.get('location') ?? '').searchParams.get('code') ?? '';
     const exchange = await redeemCode(idp, { code, clientId, verifier });
     expect(exchange.body.scope).toBe('internal_user_mgt_list');
+  });
+
+  it('refuses, naming the scope, a request that asks again for a scope it left out and would grant nothing new', async () => {
+    const clientId = await registerClient(idp);
+    const signIn = async (scope: string) => {
+      const { params } = authorizeRequest(clientId, scope);
+      const login = await postLogin(idp, params, { userName: 'lister', password: PASSWORD });
+      return new URL(login.headers.get('location') ?? '').searchParams;
+    };
+    // The first sign-in (the scopes a 401 named) is narrowed, and so is the same request again
+    // (a client that lost its tokens); the step-up that follows a 403 (the scopes held plus the
+    // missing one, as SEP-2350 clients ask) is refused instead of granted the same again.
+    const first = 'internal_user_mgt_list internal_user_mgt_delete internal_group_mgt_view';
+    const union = 'internal_user_mgt_list internal_user_mgt_delete';
+    expect((await signIn(first)).get('code')).toBeTruthy();
+    expect((await signIn(first)).get('code')).toBeTruthy();
+    const stepUp = await signIn(union);
+    expect(stepUp.get('code')).toBeNull();
+    expect(stepUp.get('error')).toBe('access_denied');
+    expect(stepUp.get('error_description')).toBe(
+      'Your role does not grant the scope internal_user_mgt_delete; ask your administrator for it.',
+    );
+    // Past the window the same request is an ordinary sign-in again, narrowed.
+    now += WITHHELD_SCOPES_WINDOW_MS + 1;
+    expect((await signIn(union)).get('code')).toBeTruthy();
   });
 });

@@ -1,5 +1,6 @@
 import { constantTimeEqual, FixedWindowThrottle, reserveAll } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
+import { WithheldScopes } from '../withheld-scopes.js';
 import { type AuthorizeFlow, CSRF_COOKIE, pickAuthorizeParams } from './authorize-flow.js';
 import type { OAuthRouteOptions } from './options.js';
 import { formFields, readCookie, readForm } from './request.js';
@@ -35,6 +36,7 @@ export function registerLoginRoute(
     windowMs: loginWindowMs,
     clock,
   });
+  const withheldScopes = new WithheldScopes(clock);
 
   app.post('/oauth2/authorize', { bodyLimit: MAX_LOGIN_FORM_BYTES }, async (request, reply) => {
     // Every refused form renders a new one (a transaction row): bounded per address too.
@@ -97,7 +99,15 @@ export function registerLoginRoute(
     );
     const requested = splitScope(params.scope ?? '');
     const scope = narrowToUser(roles, client, userId, requested, resource);
-    const denied = deniedStepUp(grantableToClient(client, requested, resource), scope);
+    const grantable = grantableToClient(client, requested, resource);
+    const denied =
+      deniedStepUp(grantable, scope) ??
+      withheldScopes.refusal(
+        { clientId: client.clientId, userId, resource: resource?.identifier },
+        requested,
+        grantable,
+        scope,
+      );
     if (denied) {
       return flow.redirectToClient(reply, params, {
         error: 'access_denied',
