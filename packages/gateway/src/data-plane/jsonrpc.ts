@@ -680,7 +680,7 @@ function parseScanned(scan: BodyScan, body: Buffer): ParseResult {
       break;
     default:
       // An object or array, which the scan does not delimit inside `params` (never valid).
-      call.metaVersion = (call.params?._meta as Record<string, unknown>)[VERSION_META];
+      call.metaVersion = (call.params as { _meta: Record<string, unknown> })._meta[VERSION_META];
   }
   return { ok: true, call };
 }
