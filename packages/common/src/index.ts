@@ -71,7 +71,15 @@ export {
   type JwtVerifyOptions,
   verifyJwt,
 } from './jwt-verify.js';
-export { createLogger, type Logger, type LoggerSettings, recordLineWriter } from './logger.js';
+export {
+  createLogger,
+  LOG_FORMATS,
+  type LogFormat,
+  type Logger,
+  type LoggerSettings,
+  logFormatSetting,
+  recordLineWriter,
+} from './logger.js';
 export { type MainOptions, runMain } from './main.js';
 export { addBounded, boundedMemo, weakMemo } from './memo.js';
 export {
@@ -147,6 +155,7 @@ export {
   randomToken,
   secretMatcher,
   sha256Base64Url,
+  storedHashProblem,
   verifySecret,
 } from './secrets.js';
 export { type ListenOptions, type RunningServer, startServer } from './server.js';

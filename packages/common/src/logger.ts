@@ -11,8 +11,9 @@ export interface LoggerSettings {
   /** pino level; defaults to LOG_LEVEL or `info`. */
   level?: string;
   /**
-   * Human-readable output; defaults to true when stdout is a terminal. Needs the optional
-   * `pino-pretty` package: without it the logger writes JSON lines.
+   * Human-readable output; defaults to `LOG_FORMAT` (`pretty` or `json`, what each service's
+   * `--log-format` sets), else true when stdout is a terminal. Needs the optional `pino-pretty`
+   * package: without it the logger writes JSON lines.
    */
   pretty?: boolean;
   /** Where JSON lines go; defaults to stdout. Ignored when pretty. */
@@ -33,7 +34,8 @@ interface RequestLike {
  * credential query parameters, so a careless log call cannot leak a token.
  */
 export function createLogger(settings: LoggerSettings = {}): Logger {
-  const pretty = (settings.pretty ?? process.stdout.isTTY === true) && prettyPrinterInstalled();
+  const pretty =
+    (settings.pretty ?? prettyByDefault(process.env.LOG_FORMAT)) && prettyPrinterInstalled();
   const options: LoggerOptions = {
     name: settings.name,
     level: settings.level ?? process.env.LOG_LEVEL ?? 'info',
@@ -56,11 +58,31 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
       ...options,
       transport: {
         target: 'pino-pretty',
-        options: { colorize: true, translateTime: 'SYS:HH:MM:ss' },
+        // Colours only where pino-pretty finds them supported (a terminal, NO_COLOR unset):
+        // `--log-format pretty` into a file or a pager gets plain text.
+        options: { translateTime: 'SYS:HH:MM:ss' },
       },
     });
   }
   return settings.destination ? pino(options, settings.destination) : pino(options);
+}
+
+/** The `--log-format` values every service takes (and the `LOG_FORMAT` variable). */
+export const LOG_FORMATS = ['pretty', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/**
+ * `LOG_FORMAT` when it says, else pretty on a terminal only: a file or a log collector gets JSON
+ * lines. The services check a `--log-format` value at start; here an unknown one is ignored.
+ */
+function prettyByDefault(format: string | undefined): boolean {
+  if (format === 'pretty' || format === 'json') return format === 'pretty';
+  return process.stdout.isTTY === true;
+}
+
+/** The `createLogger` setting a `--log-format` value asks for; none (the default) without one. */
+export function logFormatSetting(format: string | undefined): { pretty?: boolean } {
+  return format === undefined ? {} : { pretty: format === 'pretty' };
 }
 
 /** pino-pretty is a development convenience, not a runtime dependency of the services. */

@@ -57,13 +57,49 @@ export async function hashSecret(secret: string): Promise<string> {
   ].join('$');
 }
 
+const BASE64URL = /^[A-Za-z0-9_-]{16,}$/;
+const POSITIVE_INTEGER = /^[1-9][0-9]{0,9}$/;
+
+interface StoredHash {
+  params: { N: number; r: number; p: number; maxmem: number };
+  salt: Buffer;
+  hash: Buffer;
+}
+
+/** A `hashSecret` result taken apart, or why the string is none (a placeholder, a typo). */
+function parseStoredHash(stored: string): StoredHash | string {
+  const [scheme, n, r, p, salt, hash, ...rest] = stored.split('$');
+  if (scheme !== 'scrypt' || rest.length > 0 || hash === undefined)
+    return 'must be scrypt$N$r$p$salt$hash, as printed by hash-password';
+  if (![n, r, p].every((v) => POSITIVE_INTEGER.test(v ?? '')))
+    return 'the scrypt N, r and p must be positive whole numbers';
+  const params = { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem };
+  // Node's scrypt needs N a power of two above 1 and 128·N·r bytes within maxmem.
+  if (params.N < 2 || (params.N & (params.N - 1)) !== 0) return 'the scrypt N must be a power of 2';
+  if (128 * params.N * params.r > SCRYPT.maxmem) return 'the scrypt N and r need too much memory';
+  if (!BASE64URL.test(salt ?? '') || !BASE64URL.test(hash))
+    return 'the salt and hash must be base64url, at least 16 characters each';
+  return {
+    params,
+    salt: Buffer.from(salt as string, 'base64url'),
+    hash: Buffer.from(hash, 'base64url'),
+  };
+}
+
+/**
+ * Why `stored` is not a `hashSecret` result, or undefined when it is one: configurations check
+ * their hashes at start-up, so a placeholder is refused then rather than failing every login.
+ */
+export function storedHashProblem(stored: string): string | undefined {
+  const parsed = parseStoredHash(stored);
+  return typeof parsed === 'string' ? parsed : undefined;
+}
+
 /** Checks a secret against a `hashSecret` result; a malformed stored hash never matches. */
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
-  const [scheme, n, r, p, salt, hash] = stored.split('$');
-  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !hash) return false;
-  const expected = Buffer.from(hash, 'base64url');
-  const params = { N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem };
-  if (![params.N, params.r, params.p].every(Number.isSafeInteger)) return false;
-  const actual = await scryptAsync(secret, Buffer.from(salt, 'base64url'), expected.length, params);
+  const parsed = parseStoredHash(stored);
+  if (typeof parsed === 'string') return false;
+  const { params, salt, hash: expected } = parsed;
+  const actual = await scryptAsync(secret, salt, expected.length, params);
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }

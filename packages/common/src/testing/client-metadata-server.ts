@@ -81,10 +81,18 @@ export function refusedClientDocuments(
   ];
 }
 
-export async function startClientMetadataServer(): Promise<ClientMetadataServer> {
+/**
+ * Starts the server. Its certificate comes from a CA of its own, or with `caDir` from that
+ * directory's CA (a development stack's data directory), so whoever trusts that CA already
+ * trusts the server.
+ */
+export async function startClientMetadataServer(
+  options: { caDir?: string } = {},
+): Promise<ClientMetadataServer> {
   const dir = mkdtempSync(join(tmpdir(), 'client-metadata-'));
-  const ca = await ensureCertificateAuthority(dir);
-  const { cert, key } = await ensureSelfSignedCertificate(dir, { caDir: dir });
+  const caDir = options.caDir ?? dir;
+  const ca = await ensureCertificateAuthority(caDir);
+  const { cert, key } = await ensureSelfSignedCertificate(dir, { caDir });
   const documents = new Map<string, ServedDocument>();
   const counts = new Map<string, number>();
   const server = createServer({ cert, key }, (request, response) => {
