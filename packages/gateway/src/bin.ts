@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { availableParallelism } from 'node:os';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { ConfigError, createLogger, hashSecret, runMain } from '@mcp-identity/common';
+import { ConfigError, createLogger, hashSecret, LOG_FORMATS, runMain } from '@mcp-identity/common';
+import { loadConfigFile } from './config.js';
 import { migrateToPostgres } from './control-plane/migrate.js';
 import type { GatewayOptions } from './gateway.js';
 import { serveGateway } from './workers.js';
@@ -10,6 +11,11 @@ const USAGE = `Usage: mcp-identity-gateway <command>   (or: mcp-identity gateway
   serve --config <file.toml> [--data-dir <dir>] [--database-url <postgres://...>]
         [--workers <n>]    (database URL also from GATEWAY_DATABASE_URL; workers default
                             to one per core, 1 = a single process)
+        [--log-format pretty|json]
+                           (also LOG_FORMAT; default pretty on a terminal, else JSON lines)
+  validate --config <file.toml> [--database-url <postgres://...>]
+                           (checks the file as serve would, names every problem by its
+                            key, starts nothing; exit 0 when valid, 2 otherwise)
   hash-password            (reads a password from stdin, prints its hash for the config)
   migrate --data-dir <dir> [--database-url <postgres://...>]
                            (copies a SQLite data directory's proxies and generated admin
@@ -64,6 +70,25 @@ async function migrate(args: string[]): Promise<number> {
   return 0;
 }
 
+/**
+ * `validate`: the checks `serve` makes of its file and of the environment it reads with it
+ * (`GATEWAY_*`), a ConfigError (exit 2) naming every problem, and nothing else.
+ */
+function validate(args: string[]): number {
+  const values = parseFlags(args, {
+    config: { type: 'string', short: 'c' },
+    'database-url': { type: 'string' },
+  });
+  if (!values.config) {
+    process.stderr.write(`${USAGE}validate needs --config\n`);
+    return 2;
+  }
+  const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
+  loadConfigFile(values.config, databaseUrl ? { databaseUrl } : {});
+  process.stdout.write(`${values.config}: valid\n`);
+  return 0;
+}
+
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -85,6 +110,7 @@ runMain(
       return 0;
     }
     if (command === 'migrate') return migrate(rest);
+    if (command === 'validate') return validate(rest);
     if (command !== 'serve') {
       process.stderr.write(USAGE);
       return command === undefined || command === '--help' || command === 'help' ? 0 : 2;
@@ -94,7 +120,19 @@ runMain(
       'data-dir': { type: 'string' },
       'database-url': { type: 'string' },
       workers: { type: 'string' },
+      'log-format': { type: 'string' },
     });
+    const logFormat = values['log-format'];
+    if (logFormat !== undefined) {
+      if (!(LOG_FORMATS as readonly string[]).includes(logFormat)) {
+        throw new ConfigError([
+          { key: 'log-format', source: 'flag --log-format', message: 'must be pretty or json' },
+        ]);
+      }
+      // The variable every logger reads (common's createLogger), the workers' included: they
+      // inherit the primary's environment.
+      process.env.LOG_FORMAT = logFormat;
+    }
     const options: GatewayOptions = { handleSignals: true, guardProcess: true };
     if (values.config) options.configFile = values.config;
     if (values['data-dir']) options.dataDir = values['data-dir'];

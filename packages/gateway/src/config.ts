@@ -6,11 +6,18 @@ import {
   isJsonObject,
   keyPath,
   type SchemaIssue,
+  storedHashProblem,
   stringEnum,
 } from '@mcp-identity/common';
 import { Type } from '@sinclair/typebox';
 import { parse as parseToml } from 'smol-toml';
-import { DEFAULT_SECRET_ACCESS, ENV_NAME, type SecretAccess } from './control-plane/secret-ref.js';
+import {
+  DEFAULT_SECRET_ACCESS,
+  ENV_NAME,
+  resolveSecretRef,
+  type SecretAccess,
+  secretRefProblem,
+} from './control-plane/secret-ref.js';
 import { parseDurationMs } from './durations.js';
 
 interface Problem {
@@ -25,13 +32,35 @@ function fail(problems: Problem[], source: string): never {
   throw new ConfigError(problems.map((p) => ({ source, ...p })));
 }
 
-export interface KeyManagerConfig {
+/** How an endpoint of a key manager is trusted: its CA, or (local use only) not at all. */
+export interface TlsTrust {
+  skipTlsVerify: boolean;
+  /** PEM of an extra CA trusted for the endpoint. */
+  caCertificate?: string;
+}
+
+/** An RFC 7662 introspection endpoint and the gateway's client credentials for it. */
+export interface IntrospectionConfig extends TlsTrust {
+  endpoint: string;
+  clientId: string;
+  /** Read from `clientsecretref` at start-up; never logged. */
+  clientSecret: string;
+  /** Introspect JWTs of this issuer too, instead of verifying them with the JWKS. */
+  allTokens: boolean;
+  /** Longest time an introspection answer is reused (never beyond the token's `exp`). */
+  cacheTtlMs: number;
+}
+
+/**
+ * A key manager: an issuer whose tokens are verified with its JWKS (`jwksUri`, trusted per the
+ * top-level TLS settings), introspected (RFC 7662), or both: JWTs by the JWKS, others by
+ * introspection.
+ */
+export interface KeyManagerConfig extends TlsTrust {
   name: string;
   issuer: string;
-  jwksUri: string;
-  skipTlsVerify: boolean;
-  /** PEM of an extra CA trusted for the JWKS endpoint. */
-  caCertificate?: string;
+  jwksUri?: string;
+  introspection?: IntrospectionConfig;
 }
 
 export interface JwtSettings {
@@ -47,6 +76,8 @@ export interface JwtSettings {
   jwksRefreshCooldownMs: number;
   tokenCacheMaxEntries: number;
   tokenCacheTtlMs: number;
+  /** Introspection requests (tokens not cached) per client address per minute; 10× per network. */
+  introspectionsPerMinute: number;
 }
 
 export interface ManagementUser {
@@ -62,7 +93,10 @@ export interface GatewayConfig {
   ports: { https: number; http: number; management: number };
   tls?: { certPath: string; keyPath: string };
   dataDir: string;
-  /** Public HTTPS address used in protected resource metadata; defaults to the HTTPS listener. */
+  /**
+   * Public address used in protected resource metadata and challenges on every listener (a load
+   * balancer's URL); without it, each listener's own loopback address.
+   */
   gatewayUrl?: string;
   keyManagers: KeyManagerConfig[];
   jwt: JwtSettings;
@@ -97,19 +131,30 @@ const port = Type.Integer({ minimum: 0, maximum: 65535 });
 const str = Type.String({ minLength: 1 });
 const closed = { additionalProperties: false } as const;
 
+const httpUrl = Type.String({ pattern: '^https?://' });
+const tlsTrust = {
+  skiptlsverify: Type.Optional(Type.Boolean()),
+  certificatepath: Type.Optional(str),
+};
+
 const keyManager = Type.Object({
   name: str,
   issuer: str,
-  jwks: Type.Object({
-    remote: Type.Object(
+  jwks: Type.Optional(Type.Object({ remote: Type.Object({ uri: httpUrl, ...tlsTrust }, closed) })),
+  introspection: Type.Optional(
+    Type.Object(
       {
-        uri: Type.String({ pattern: '^https?://' }),
-        skiptlsverify: Type.Optional(Type.Boolean()),
-        certificatepath: Type.Optional(str),
+        endpoint: httpUrl,
+        clientid: str,
+        // A reference (env:NAME, file:/path), never the secret itself in a shared file.
+        clientsecretref: str,
+        alltokens: Type.Optional(Type.Boolean()),
+        cachettl: Type.Optional(duration),
+        ...tlsTrust,
       },
       closed,
     ),
-  }),
+  ),
 });
 
 /** Schema of the lower-cased TOML document. Unknown top-level sections are rejected. */
@@ -171,7 +216,8 @@ const CONFIG_SCHEMA = Type.Partial(
               Type.Object(
                 {
                   username: str,
-                  password_hash: Type.String({ pattern: '^scrypt\\$' }),
+                  // Its format is checked by `checkValues` (common's `storedHashProblem`).
+                  password_hash: Type.String(),
                   roles: Type.Array(str),
                 },
                 closed,
@@ -196,6 +242,7 @@ const CONFIG_SCHEMA = Type.Partial(
               jwksrefreshcooldown: duration,
               tokencachettl: duration,
               cachemaxsize: Type.Integer({ minimum: 0 }),
+              introspectionsperminute: Type.Integer({ minimum: 1 }),
               keymanagers: Type.Array(keyManager),
             }),
           ),
@@ -290,7 +337,10 @@ const DURATION_KEYS = [
   ].map((key) => ['policy_configurations', 'jwtauth_v1', key]),
 ];
 
-/** What the schema cannot say: durations, the reconcile floor, the in-flight cap, unique names. */
+/**
+ * What the schema cannot say: durations, the reconcile floor, the in-flight cap, password hashes,
+ * unique names.
+ */
 function checkValues(doc: unknown, problems: Problem[]): void {
   for (const keys of DURATION_KEYS) {
     const value = lookup(doc, ...keys);
@@ -326,14 +376,32 @@ function checkValues(doc: unknown, problems: Problem[]): void {
       });
     }
   });
+  const users = lookup(doc, 'management', 'users');
+  (Array.isArray(users) ? users : []).forEach((user: unknown, i) => {
+    // A placeholder (the guide's `scrypt$...`) would start and then refuse every login.
+    const hash = lookup(user, 'password_hash');
+    const problem = typeof hash === 'string' ? storedHashProblem(hash) : undefined;
+    if (problem) problems.push({ key: `management.users[${i}].password_hash`, message: problem });
+  });
   const managers = lookup(doc, 'policy_configurations', 'jwtauth_v1', 'keymanagers');
   const names = new Set<string>();
   (Array.isArray(managers) ? managers : []).forEach((km: unknown, i) => {
+    const at = `policy_configurations.jwtauth_v1.keymanagers[${i}]`;
+    if (isJsonObject(km) && km.jwks === undefined && km.introspection === undefined) {
+      problems.push({ key: at, message: 'needs jwks.remote or introspection (or both)' });
+    }
+    const ttl = lookup(km, 'introspection', 'cachettl');
+    if (ttl !== undefined && parseDurationMs(ttl) === undefined) {
+      problems.push({
+        key: `${at}.introspection.cachettl`,
+        message: 'must be a duration such as 30s, 5m or 500ms',
+      });
+    }
     const name = lookup(km, 'name');
     if (typeof name === 'string') {
       if (names.has(name)) {
         problems.push({
-          key: `policy_configurations.jwtauth_v1.keymanagers[${i}].name`,
+          key: `${at}.name`,
           message: 'duplicate name',
         });
       }
@@ -380,28 +448,47 @@ export function resolveConfig(
 
   const baseDir = options.baseDir ?? process.cwd();
   const resolvePath = (p: string) => path.resolve(baseDir, p);
+  const { listeners, limits, tls, database, ratelimit, secrets } = doc;
+  const secretAccess: SecretAccess = {
+    envPrefixes: secrets?.env_prefixes ?? DEFAULT_SECRET_ACCESS.envPrefixes,
+  };
+  if (secrets?.directory) secretAccess.directory = resolvePath(secrets.directory);
+
+  const trust = (
+    settings: { skiptlsverify?: boolean; certificatepath?: string },
+    key: string,
+  ): TlsTrust => {
+    const trusted: TlsTrust = { skipTlsVerify: settings.skiptlsverify === true };
+    if (settings.certificatepath !== undefined) {
+      const caPath = resolvePath(settings.certificatepath);
+      try {
+        trusted.caCertificate = readFileSync(caPath, 'utf8');
+      } catch {
+        fail([{ key: `${key}.certificatepath`, message: `cannot read ${caPath}` }], source);
+      }
+    }
+    return trusted;
+  };
   const jwt = doc.policy_configurations?.jwtauth_v1;
   const keyManagers = (jwt?.keymanagers ?? []).map((km, i): KeyManagerConfig => {
-    const { remote } = km.jwks;
+    const at = `policy_configurations.jwtauth_v1.keymanagers[${i}]`;
+    const remote = km.jwks?.remote;
     const manager: KeyManagerConfig = {
       name: km.name,
       issuer: km.issuer,
-      jwksUri: remote.uri,
-      skipTlsVerify: remote.skiptlsverify === true,
+      ...(remote ? trust(remote, `${at}.jwks.remote`) : { skipTlsVerify: false }),
     };
-    if (remote.certificatepath !== undefined) {
-      const caPath = resolvePath(remote.certificatepath);
-      try {
-        manager.caCertificate = readFileSync(caPath, 'utf8');
-      } catch {
-        const key = `policy_configurations.jwtauth_v1.keymanagers[${i}].jwks.remote.certificatepath`;
-        fail([{ key, message: `cannot read ${caPath}` }], source);
-      }
+    if (remote) manager.jwksUri = remote.uri;
+    if (km.introspection) {
+      const introspectionAt = `${at}.introspection`;
+      manager.introspection = {
+        ...introspectionOf(km.introspection, introspectionAt, secretAccess, source),
+        ...trust(km.introspection, introspectionAt),
+      };
     }
     return manager;
   });
 
-  const { listeners, limits, tls, database, ratelimit, secrets } = doc;
   const users = (doc.management?.users ?? []).map((u) => ({
     username: u.username,
     passwordHash: u.password_hash,
@@ -431,6 +518,7 @@ export function resolveConfig(
       jwksRefreshCooldownMs: durationMs(jwt?.jwksrefreshcooldown, 300),
       tokenCacheMaxEntries: jwt?.cachemaxsize ?? 10_000,
       tokenCacheTtlMs: durationMs(jwt?.tokencachettl, 300_000),
+      introspectionsPerMinute: jwt?.introspectionsperminute ?? 60,
     },
     managementUsers: users,
     allowedOrigins: listeners?.allowed_origins ?? [],
@@ -445,15 +533,64 @@ export function resolveConfig(
     },
     database: { reconcileIntervalMs: durationMs(database?.reconcile_interval, 5_000) },
     rateLimit: {},
-    secrets: { envPrefixes: secrets?.env_prefixes ?? DEFAULT_SECRET_ACCESS.envPrefixes },
+    secrets: secretAccess,
     logLevel: doc.log_level ?? process.env.LOG_LEVEL ?? 'info',
   };
   if (databaseUrl) config.database.url = databaseUrl;
   if (ratelimit?.redis_url) config.rateLimit.redisUrl = ratelimit.redis_url;
-  if (secrets?.directory) config.secrets.directory = resolvePath(secrets.directory);
   if (tls) config.tls = { certPath: resolvePath(tls.cert), keyPath: resolvePath(tls.key) };
   if (gatewayUrl) config.gatewayUrl = gatewayUrl.replace(/\/+$/, '');
   return config;
+}
+
+/**
+ * What the operator's own file may reference: any variable, any absolute file. (The allow-list
+ * in `[secrets]` guards what management API administrators choose; this file is the operator's.)
+ */
+const OPERATOR_SECRET_ACCESS: SecretAccess = {
+  envPrefixes: [''],
+  directory: path.parse(process.cwd()).root,
+};
+
+/** A key manager's introspection settings, its client secret read through its reference. */
+function introspectionOf(
+  settings: {
+    endpoint: string;
+    clientid: string;
+    clientsecretref: string;
+    alltokens?: boolean;
+    cachettl?: number | string;
+  },
+  at: string,
+  secretAccess: SecretAccess,
+  source: string,
+): Omit<IntrospectionConfig, keyof TlsTrust> {
+  const key = `${at}.clientsecretref`;
+  const ref = settings.clientsecretref;
+  // A secret a proxy's `upstream.auth.secretRef` could also read could be sent to any upstream
+  // a management administrator deploys: the gateway's own credential stays out of their reach.
+  if (secretRefProblem(ref, secretAccess, false) === undefined) {
+    fail(
+      [
+        {
+          key,
+          message:
+            "a proxy's upstream.auth.secretRef may read it too (secrets.env_prefixes, secrets.directory): " +
+            'use a variable or file outside them',
+        },
+      ],
+      source,
+    );
+  }
+  const secret = resolveSecretRef(ref, OPERATOR_SECRET_ACCESS);
+  if (!secret.ok) fail([{ key, message: secret.problem }], source);
+  return {
+    endpoint: settings.endpoint,
+    clientId: settings.clientid,
+    clientSecret: secret.value,
+    allTokens: settings.alltokens === true,
+    cacheTtlMs: durationMs(settings.cachettl, 60_000),
+  };
 }
 
 /** Reads and resolves a TOML configuration file. */

@@ -239,7 +239,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       );
     }
     httpsListener.bind(publicServer.port, config.gatewayUrl);
-    httpListener.bind(plainServer.port, undefined);
+    // Behind a load balancer the plain listener is the one it reaches: `gatewayurl` is the
+    // resource there too, so every instance names the URL clients use (RFC 9728 §3.3).
+    httpListener.bind(plainServer.port, config.gatewayUrl);
     if (!gatewayUrl) gatewayUrl = `https://localhost:${publicServer.port}`;
     if (control) await control.start();
     else {

@@ -1,10 +1,12 @@
 export {
   type GatewayConfig,
+  type IntrospectionConfig,
   type JwtSettings,
   type KeyManagerConfig,
   loadConfigFile,
   type ManagementUser,
   resolveConfig,
+  type TlsTrust,
 } from './config.js';
 export {
   type McpProxyDefinition,

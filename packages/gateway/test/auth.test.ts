@@ -8,9 +8,13 @@ import { useProxyStack } from './fixtures/proxy-stack.js';
 import { startUpstream } from './fixtures/upstream.js';
 
 const tempDir = useTempDir('gw-auth-');
-/** A challenge names the metadata of the listener and host the client connected to. */
-const challenge401 = (plainUrl: string) =>
-  `Bearer resource_metadata="${plainUrl}/scim/.well-known/oauth-protected-resource", error="invalid_token"`;
+/**
+ * A challenge names the metadata of the listener and host the client connected to, and (after
+ * the spec's parameters) which check failed.
+ */
+const challenge401 = (plainUrl: string, description: string) =>
+  `Bearer resource_metadata="${plainUrl}/scim/.well-known/oauth-protected-resource", error="invalid_token", ` +
+  `error_description="${description}"`;
 const INITIALIZE = {
   jsonrpc: '2.0',
   id: 0,
@@ -75,7 +79,9 @@ describe('mcp-auth', () => {
     const before = stack.upstream.hits;
     const response = await postMcp(scimUrl, INITIALIZE);
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(challenge401(stack.fx.gateway.plainUrl));
+    expect(response.headers.get('www-authenticate')).toBe(
+      challenge401(stack.fx.gateway.plainUrl, 'no access token'),
+    );
     expect(await json(response)).toEqual({
       error: 'Unauthorized',
       message: 'Authentication failed',
@@ -84,17 +90,67 @@ describe('mcp-auth', () => {
   });
 
   it.each([
-    ['a token for another audience (the backend application)', { aud: 'backend-app' }, {}],
-    ['an expired token', { exp: Math.floor(Date.now() / 1000) - 3600 }, {}],
-    ['a token without exp', {}, { noExp: true }],
-    ['a token from another issuer', { iss: 'https://evil.example/oauth2/token' }, {}],
-    ['a token not valid yet', { nbf: Math.floor(Date.now() / 1000) + 3600 }, {}],
-    ['a token with an unknown kid', {}, { kid: 'nope' }],
-  ])('answers 401 for %s', async (_name, claims, options) => {
-    const token = await stack.km.sign(claims, options);
-    const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
-    expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(challenge401(stack.fx.gateway.plainUrl));
+    [
+      'a token for another audience (the backend application)',
+      { aud: 'backend-app' },
+      {},
+      'the token audience is not this resource',
+    ],
+    ['an expired token', { exp: Math.floor(Date.now() / 1000) - 3600 }, {}, 'the token expired'],
+    ['a token without exp', {}, { noExp: true }, 'the token claims are invalid'],
+    [
+      'a token from another issuer',
+      { iss: 'https://evil.example/oauth2/token' },
+      {},
+      'the token is from an unknown issuer',
+    ],
+    [
+      'a token not valid yet',
+      { nbf: Math.floor(Date.now() / 1000) + 3600 },
+      {},
+      'the token is not yet valid',
+    ],
+    [
+      'a token issued in the future',
+      { iat: Math.floor(Date.now() / 1000) + 3600 },
+      {},
+      'the token is issued in the future',
+    ],
+    [
+      'a token with an unknown kid',
+      {},
+      { kid: 'nope' },
+      'the token is signed with a key its issuer does not publish',
+    ],
+  ])(
+    'answers 401 for %s, saying which check failed',
+    async (_name, claims, options, description) => {
+      const token = await stack.km.sign(claims, options);
+      const response = await postMcp(scimUrl, INITIALIZE, { authorization: `Bearer ${token}` });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe(
+        challenge401(stack.fx.gateway.plainUrl, description),
+      );
+    },
+  );
+
+  it('names a bad signature, a refused algorithm, a malformed token and header, never echoing the token', async () => {
+    const token = await stack.km.sign({});
+    const [header, payload, signature] = token.split('.') as [string, string, string];
+    const tampered = `${header}.${payload}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`;
+    const none = `${b64url({ alg: 'none', typ: 'JWT' })}.${payload}.`;
+    for (const [authorization, description] of [
+      [`Bearer ${tampered}`, 'the token signature is invalid'],
+      [`Bearer ${none}`, 'the token is signed with an algorithm that is not accepted'],
+      ['Bearer not-a-jwt', 'the token is malformed'],
+      ['Basic YTpi', 'the Authorization header is not a Bearer token'],
+    ] as const) {
+      const response = await postMcp(scimUrl, INITIALIZE, { authorization });
+      expect(response.status, description).toBe(401);
+      const challenge = response.headers.get('www-authenticate') ?? '';
+      expect(challenge).toBe(challenge401(stack.fx.gateway.plainUrl, description));
+      expect(challenge).not.toContain(authorization.slice(7, 40));
+    }
   });
 
   it('accepts every RFC 6750 spelling of a verified token and refuses anything else around it', async () => {
@@ -194,14 +250,16 @@ describe('mcp-auth', () => {
     const fwdPrm = `${stack.fx.gateway.plainUrl}/fwd/.well-known/oauth-protected-resource`;
     const anonymous = await postMcp(url, INITIALIZE);
     expect(anonymous.headers.get('www-authenticate')).toBe(
-      `Bearer resource_metadata="${fwdPrm}", scope="mcp:connect mcp:basic", error="invalid_token"`,
+      `Bearer resource_metadata="${fwdPrm}", scope="mcp:connect mcp:basic", error="invalid_token", ` +
+        'error_description="no access token"',
     );
     const token = await stack.km.sign({ scope: 'mcp:connect' });
     const before = stack.upstream.hits;
     const response = await postMcp(url, INITIALIZE, { authorization: `Bearer ${token}` });
     expect(response.status).toBe(403);
     expect(response.headers.get('www-authenticate')).toBe(
-      `Bearer resource_metadata="${fwdPrm}", scope="mcp:basic", error="insufficient_scope"`,
+      `Bearer resource_metadata="${fwdPrm}", scope="mcp:basic", error="insufficient_scope", ` +
+        'error_description="the token lacks the scope mcp:basic"',
     );
     expect(stack.upstream.hits).toBe(before);
   });

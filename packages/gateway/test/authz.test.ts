@@ -98,40 +98,52 @@ describe('mcp-authz', () => {
   });
 
   it.each([
-    ['internal_user_mgt_view internal_user_mgt_list', 'search_users', 200, ''],
+    ['internal_user_mgt_view internal_user_mgt_list', 'search_users', 200, '', ''],
     [
       'internal_user_mgt_view internal_user_mgt_list',
       'delete_user',
       403,
       'internal_user_mgt_delete',
+      'the token lacks the scope internal_user_mgt_delete',
     ],
-    ['internal_group_mgt_update', 'add_user_to_group', 403, 'internal_user_mgt_view'],
-    ['internal_role_mgt_users_update', 'assign_role_to_user', 200, ''],
+    [
+      'internal_group_mgt_update',
+      'add_user_to_group',
+      403,
+      'internal_user_mgt_view',
+      'the token lacks the scope internal_user_mgt_view',
+    ],
+    ['internal_role_mgt_users_update', 'assign_role_to_user', 200, '', ''],
     [
       'internal_user_mgt_list',
       'assign_role_to_user',
       403,
       'internal_role_mgt_update internal_role_mgt_users_update',
+      'the token lacks scopes this call needs: internal_role_mgt_update internal_role_mgt_users_update',
     ],
-  ])('decision table: scopes "%s" calling %s → %i', async (scope, tool, status, missing) => {
-    const before = upstream.hits;
-    const args = tool === 'search_users' ? SEARCH_ARGS : {};
-    const response = await postMcp(scim, toolCall(tool, args), await bearer(scope));
-    expect(response.status).toBe(status);
-    if (status === 403) {
-      expect(response.headers.get('www-authenticate')).toBe(
-        `Bearer resource_metadata="${plain}/scim/.well-known/oauth-protected-resource", scope="${missing}", error="insufficient_scope"`,
-      );
-      expect(await json(response)).toEqual({
-        error: 'Forbidden',
-        message: 'Forbidden: insufficient permissions to access this MCP resource',
-      });
-      expect(upstream.hits).toBe(before);
-    } else {
-      await response.text();
-      expect(upstream.hits).toBe(before + 1);
-    }
-  });
+  ])(
+    'decision table: scopes "%s" calling %s → %i',
+    async (scope, tool, status, missing, description) => {
+      const before = upstream.hits;
+      const args = tool === 'search_users' ? SEARCH_ARGS : {};
+      const response = await postMcp(scim, toolCall(tool, args), await bearer(scope));
+      expect(response.status).toBe(status);
+      if (status === 403) {
+        expect(response.headers.get('www-authenticate')).toBe(
+          `Bearer resource_metadata="${plain}/scim/.well-known/oauth-protected-resource", scope="${missing}", error="insufficient_scope", ` +
+            `error_description="${description}"`,
+        );
+        expect(await json(response)).toEqual({
+          error: 'Forbidden',
+          message: 'Forbidden: insufficient permissions to access this MCP resource',
+        });
+        expect(upstream.hits).toBe(before);
+      } else {
+        await response.text();
+        expect(upstream.hits).toBe(before + 1);
+      }
+    },
+  );
 
   it('allows and denies through the MCP SDK client end to end', async () => {
     const client = await connectClient(

@@ -1,9 +1,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { rootCertificates } from 'node:tls';
 import { type Logger, UnexpectedResponseError } from '@mcp-identity/common';
 import { importJWK, type JWK } from 'jose';
-import { Agent, fetch } from 'undici';
+import { type Agent, fetch } from 'undici';
 import type { JwtSettings, KeyManagerConfig } from '../config.js';
+import { trustedAgent } from './trusted-agent.js';
 
 /** Algorithms the gateway accepts, each bound to the only key type that may verify it. */
 export const ALLOWED_ALGORITHMS = ['RS256', 'PS256', 'ES256'] as const;
@@ -54,18 +54,12 @@ export class JwksCache {
   private readonly dispatcher: Agent;
 
   constructor(
-    private readonly manager: KeyManagerConfig,
+    private readonly manager: KeyManagerConfig & { jwksUri: string },
     private readonly settings: JwtSettings,
     private readonly now: () => number,
     private readonly logger: Logger,
   ) {
-    const connect: { rejectUnauthorized: boolean; timeout: number; ca?: string[] } = {
-      rejectUnauthorized: !manager.skipTlsVerify,
-      // A connection attempt outlives an aborted fetch: bound it by the same timeout.
-      timeout: settings.jwksFetchTimeoutMs,
-    };
-    if (manager.caCertificate) connect.ca = [...rootCertificates, manager.caCertificate];
-    this.dispatcher = new Agent({ connect });
+    this.dispatcher = trustedAgent(manager, settings.jwksFetchTimeoutMs);
   }
 
   /** Whether a key set was ever fetched: until then no token of this issuer can be verified. */

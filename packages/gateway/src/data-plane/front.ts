@@ -298,7 +298,7 @@ export class Listener {
 
   constructor(readonly scheme: 'http' | 'https') {}
 
-  /** Called once the port is known; `publicUrl` is `gatewayurl` (HTTPS listener only). */
+  /** Called once the port is known; `publicUrl` is `gatewayurl`, the same on every listener. */
   bind(port: number, publicUrl: string | undefined): void {
     this.bases.clear();
     const defaultPort = this.scheme === 'https' ? 443 : 80;

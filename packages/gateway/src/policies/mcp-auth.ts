@@ -2,7 +2,12 @@ import { bearerToken } from '@mcp-identity/common';
 import { type Static, Type } from '@sinclair/typebox';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { McpCall } from '../data-plane/jsonrpc.js';
-import { insufficientScope, keysUnavailable, unauthenticated } from './challenge.js';
+import {
+  insufficientScope,
+  invalidToken,
+  keysUnavailable,
+  tooManyUnknownTokens,
+} from './challenge.js';
 import { definePolicy } from './define-policy.js';
 import type {
   Authenticator,
@@ -103,32 +108,38 @@ class McpAuthPolicy implements Policy, Authenticator {
     }
     const raw = bearerToken(authorization);
     if (raw === undefined) {
-      const reason = authorization ? 'malformed authorization header' : 'no token';
-      return { refusal: unauthenticated(exchange, reason) };
+      return {
+        refusal: authorization
+          ? invalidToken(exchange, 'malformed_header', 'malformed authorization header')
+          : invalidToken(exchange, 'no_token', 'no token'),
+      };
     }
     if (raw !== looked) {
       const cached = verifier.cached(raw);
       if (cached) return this.accept(exchange, cached);
     }
-    return verifier.verify(raw).then((result) => {
+    return verifier.verify(raw, exchange.remoteAddress).then((result) => {
       if (result.ok) return this.accept(exchange, result.token);
-      const { reason, retryAfterSeconds } = result;
-      return {
-        refusal:
-          retryAfterSeconds === undefined
-            ? unauthenticated(exchange, reason)
-            : keysUnavailable(exchange, retryAfterSeconds, reason),
-      };
+      const { check, reason, retryAfterSeconds } = result;
+      if (check === 'unavailable') {
+        return { refusal: keysUnavailable(exchange, retryAfterSeconds ?? 1, reason) };
+      }
+      if (check === 'throttled') {
+        return { refusal: tooManyUnknownTokens(exchange, retryAfterSeconds ?? 1, reason) };
+      }
+      return { refusal: invalidToken(exchange, check, reason) };
     });
   }
 
   /** Whether this proxy accepts a verified token: issuer, audience, required scopes. */
   private accept(exchange: Exchange, token: VerifiedToken): AuthOutcome {
     if (!this.issuers.has(token.issuer)) {
-      return { refusal: unauthenticated(exchange, 'issuer not accepted by this proxy') };
+      return {
+        refusal: invalidToken(exchange, 'issuer_not_accepted', 'issuer not accepted by this proxy'),
+      };
     }
     if (!this.audienceAccepted(token, exchange.resourceUrl)) {
-      return { refusal: unauthenticated(exchange, 'audience not accepted') };
+      return { refusal: invalidToken(exchange, 'audience', 'audience not accepted') };
     }
     const missing =
       this.scopes.length === 0 ? NONE : this.scopes.filter((s) => !token.scopes.has(s)).sort();
