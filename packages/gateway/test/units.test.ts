@@ -119,6 +119,8 @@ describe('auditRecordJson', () => {
       if (next() < 0.5) record.reason = pick(strings);
       if (next() < 0.3) record.missingScopes = [pick(strings), pick(strings)];
       if (next() < 0.5) record.upstreamStatus = pick([200, 502, Number.NaN]);
+      if (next() < 0.3) record.exchangedJti = pick(strings);
+      if (next() < 0.3) record.exchangeFailure = pick(strings);
       expect(auditRecordJson(record)).toBe(JSON.stringify(record));
     }
   });

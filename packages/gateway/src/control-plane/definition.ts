@@ -22,6 +22,22 @@ export interface UpstreamAuth {
   secretRef: string;
 }
 
+/**
+ * `upstream.tokenExchange` (issue 41): the caller's token is exchanged (RFC 8693) at
+ * `tokenEndpoint` for one whose audience is `resource`, sent upstream in its place.
+ */
+export interface UpstreamTokenExchange {
+  tokenEndpoint: string;
+  /** The gateway's confidential application at the identity provider. */
+  clientId: string;
+  /** Its secret, `env:NAME` or `file:/abs/path`, read as `upstream.auth.secretRef` is. */
+  clientSecretRef: string;
+  /** RFC 8707 resource of the exchanged token (default: `upstream.url`). */
+  resource?: string;
+  /** Scopes asked for (default: none named, so the caller token's). */
+  scopes?: string[];
+}
+
 /** An MCP proxy definition (`kind: Mcp`) after validation. */
 export interface McpProxyDefinition {
   apiVersion: string;
@@ -38,7 +54,7 @@ export interface McpProxyDefinition {
     specVersions?: string[];
     /** Deprecated singular form, still accepted. */
     specVersion?: string;
-    upstream: { url: string; auth?: UpstreamAuth };
+    upstream: { url: string; auth?: UpstreamAuth; tokenExchange?: UpstreamTokenExchange };
     tools?: unknown[];
     resources?: unknown[];
     prompts?: unknown[];
@@ -205,6 +221,106 @@ function checkUpstreamAuth(
   if (problem) add('spec.upstream.auth.secretRef', problem);
 }
 
+const TOKEN_EXCHANGE_KEYS = new Set([
+  'tokenEndpoint',
+  'clientId',
+  'clientSecretRef',
+  'resource',
+  'scopes',
+]);
+/** RFC 6749 §3.3 scope-token. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** An absolute URL, or why not. */
+function absoluteUrl(value: unknown): URL | string {
+  if (typeof value !== 'string' || value === '') return 'is required';
+  try {
+    return new URL(value);
+  } catch {
+    return 'must be an absolute URL';
+  }
+}
+
+function checkTokenEndpoint(value: unknown, add: (f: string, m: string) => void) {
+  const at = 'spec.upstream.tokenExchange.tokenEndpoint';
+  const url = absoluteUrl(value);
+  if (typeof url === 'string') return add(at, url);
+  // RFC 6749 §3.2: the token endpoint is TLS; plain HTTP only where nothing crosses a network.
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)))
+    add(at, 'must be https (http only on a loopback host)');
+  if (url.username || url.password) add(at, 'must not carry credentials');
+  if (url.hash) add(at, 'must not have a fragment');
+}
+
+function checkTokenExchange(
+  exchange: unknown,
+  context: ValidationContext,
+  add: (f: string, m: string) => void,
+) {
+  const at = 'spec.upstream.tokenExchange';
+  if (!isJsonObject(exchange))
+    return add(at, 'must be an object with tokenEndpoint, clientId and clientSecretRef');
+  for (const key of Object.keys(exchange)) {
+    if (!TOKEN_EXCHANGE_KEYS.has(key)) add(`${at}.${key}`, 'is not supported');
+  }
+  const { clientId, clientSecretRef, resource, scopes } = exchange;
+  checkTokenEndpoint(exchange.tokenEndpoint, add);
+  if (typeof clientId !== 'string' || !/^[\x20-\x7e]{1,256}$/.test(clientId))
+    add(`${at}.clientId`, 'must be 1-256 printable ASCII characters');
+  if (typeof clientSecretRef !== 'string') add(`${at}.clientSecretRef`, 'is required');
+  else {
+    const problem = secretRefProblem(
+      clientSecretRef,
+      context.secrets ?? DEFAULT_SECRET_ACCESS,
+      context.resolveSecrets ?? false,
+    );
+    if (problem) add(`${at}.clientSecretRef`, problem);
+  }
+  if (resource !== undefined) {
+    const url = absoluteUrl(resource);
+    if (typeof url === 'string') add(`${at}.resource`, url);
+    // RFC 8707 §2: an absolute URI without a fragment.
+    else if (url.hash) add(`${at}.resource`, 'must not have a fragment');
+  }
+  if (scopes !== undefined) {
+    if (!Array.isArray(scopes) || scopes.length === 0)
+      add(`${at}.scopes`, "must be a non-empty list (leave it out for the caller token's scopes)");
+    else
+      scopes.forEach((scope, i) => {
+        if (typeof scope !== 'string' || !SCOPE_TOKEN.test(scope))
+          add(`${at}.scopes[${i}]`, 'must be a scope token (RFC 6749 §3.3)');
+      });
+  }
+}
+
+/** mcp-auth switches that let a call through without a caller token. */
+const CALLER_SWITCHES = ['tools', 'resources', 'prompts', 'methods'];
+
+/**
+ * A proxy that exchanges tokens needs a caller token on every request (there is nothing to
+ * exchange otherwise) and must never forward the caller's own: mcp-auth attached, no switch
+ * exempting a call, `forwardToken` off.
+ */
+function checkExchangeNeeds(policies: unknown, add: (f: string, m: string) => void) {
+  const at = 'spec.upstream.tokenExchange';
+  const auth = Array.isArray(policies)
+    ? policies.find((p) => isJsonObject(p) && p.name === 'mcp-auth')
+    : undefined;
+  if (!isJsonObject(auth)) return add(at, 'needs the mcp-auth policy: every request is exchanged');
+  const params = isJsonObject(auth.params) ? auth.params : {};
+  if (params.forwardToken === true)
+    add(at, "mcp-auth forwardToken must be false: the caller's token never goes upstream");
+  for (const name of CALLER_SWITCHES) {
+    const group = params[name];
+    if (!isJsonObject(group)) continue;
+    const exempts =
+      group.enabled === false || (Array.isArray(group.exceptions) && group.exceptions.length > 0);
+    if (exempts)
+      add(at, `mcp-auth ${name} must not exempt calls: each request needs a token to exchange`);
+  }
+}
+
 function checkUpstream(
   upstream: unknown,
   context: ValidationContext,
@@ -212,11 +328,17 @@ function checkUpstream(
 ) {
   if (!isJsonObject(upstream)) return add('spec.upstream', 'is required');
   for (const key of Object.keys(upstream)) {
-    if (key !== 'url' && key !== 'auth') {
-      add(`spec.upstream.${key}`, 'is not supported (only url and auth)');
+    if (key !== 'url' && key !== 'auth' && key !== 'tokenExchange') {
+      add(`spec.upstream.${key}`, 'is not supported (only url, auth and tokenExchange)');
     }
   }
   if (upstream.auth !== undefined) checkUpstreamAuth(upstream.auth, context, add);
+  if (upstream.tokenExchange !== undefined) {
+    checkTokenExchange(upstream.tokenExchange, context, add);
+    const header = isJsonObject(upstream.auth) ? upstream.auth.header : undefined;
+    if (typeof header === 'string' && header.toLowerCase() === 'authorization')
+      add('spec.upstream.auth.header', 'Authorization carries the exchanged token (tokenExchange)');
+  }
   if (typeof upstream.url !== 'string' || upstream.url === '') {
     return add('spec.upstream.url', 'is required');
   }
@@ -380,6 +502,8 @@ export function validateDefinition(
     checkCatalogue(spec, 'resources', ['uri', 'name'], add);
     checkCatalogue(spec, 'prompts', ['name'], add);
     checkPolicies(spec.policies, context, add);
+    if (isJsonObject(spec.upstream) && spec.upstream.tokenExchange !== undefined)
+      checkExchangeNeeds(spec.policies, add);
     if (
       spec.deploymentState !== undefined &&
       !['deployed', 'undeployed'].includes(spec.deploymentState as string)

@@ -244,6 +244,8 @@ interface UpstreamHeaderOptions {
   identityEncoding: boolean;
   /** `upstream.auth`: set by the gateway, never taken from the client. */
   credential: { header: string; value: string } | undefined;
+  /** `upstream.tokenExchange`: the exchanged token, sent as the request's `Authorization`. */
+  bearer: string | undefined;
   /**
    * The media type the gateway read the forwarded body as, when there is one: set by the
    * gateway, never taken from the client (whose charset or content coding it did not apply).
@@ -284,6 +286,7 @@ function upstreamHeaders(headers: IncomingHttpHeaders, options: UpstreamHeaderOp
   if (options.identityEncoding) out.push('accept-encoding', 'identity');
   if (options.contentType !== undefined) out.push('content-type', options.contentType);
   if (options.credential) out.push(options.credential.header, options.credential.value);
+  if (options.bearer !== undefined) out.push('authorization', `Bearer ${options.bearer}`);
   return out;
 }
 
@@ -358,6 +361,8 @@ export interface Forwarding {
   answerBudget: ByteBudget;
   /** Writes the audit line and metrics once the exchange is over. */
   finish(exchange: McpExchange): void;
+  /** The token to send in place of the caller's (`upstream.tokenExchange`), if any. */
+  bearer: string | undefined;
 }
 
 /**
@@ -395,7 +400,7 @@ function answerUnavailable(
 
 /**
  * The request the gateway sends upstream for this exchange, which passed the proxy's policies
- * (the only way here): the upstream credential goes with nothing else. A body goes as the
+ * (the only way here): the upstream credential (and an exchanged token) goes with nothing else. A body goes as the
  * gateway read it, UTF-8 JSON (`contentRefusal`, `bodyTextError`), and says so.
  */
 function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
@@ -406,9 +411,13 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
     method: f.http.method as Dispatcher.HttpMethod,
     headers: upstreamHeaders(f.http.headers, {
       httpVersion: f.http.request.httpVersion,
-      stripAuthorization: runtime.authenticator ? !runtime.authenticator.forwardToken : false,
+      // An exchanged token replaces the caller's: theirs never goes upstream with it.
+      stripAuthorization:
+        f.bearer !== undefined ||
+        (runtime.authenticator ? !runtime.authenticator.forwardToken : false),
       identityEncoding: f.filter !== undefined,
       credential: runtime.upstreamAuth,
+      bearer: f.bearer,
       contentType: body ? FORWARDED_CONTENT_TYPE : undefined,
     }),
     body,

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import {
+  bearerToken,
   boundedMemo,
   type JsonRpcId,
   jsonRpcError,
@@ -11,7 +12,7 @@ import type { VerifiedToken } from '../auth/verifier.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { unauthenticated } from '../policies/challenge.js';
 import type { AuthOutcome, Exchange, Policy, Refusal } from '../policies/policy.js';
-import { forwardToUpstream } from './forwarding.js';
+import { type Forwarding, forwardToUpstream } from './forwarding.js';
 import {
   bodyMismatch,
   EraRefusal,
@@ -28,6 +29,7 @@ import type { ListFilter } from './list-filter.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 import { type ByteBudget, bodyTextError, type McpHttp } from './request.js';
 import type { UpstreamFailure } from './upstream-failure.js';
+import type { TokenExchangeOutcome, TokenExchanger } from './token-exchange.js';
 
 /*
  * The policy pipeline of one request to `<context>/mcp`: the exchange the policies read (and
@@ -68,6 +70,10 @@ export class AuditRecord {
 
   constructor(
     proxy: string,
+  /** `jti` of the token sent upstream in the caller's place (`upstream.tokenExchange`). */
+  exchangedJti: string | undefined = undefined;
+  /** Why no token could be had for the upstream: the IdP's error code, or how it failed. */
+  exchangeFailure: string | undefined = undefined;
     httpMethod: string,
     method: string,
     decision: Decision,
@@ -115,6 +121,12 @@ export function auditRecordJson(record: AuditRecord): string {
 }
 
 /** A number as JSON writes it: `null` for one that is not finite. */
+  if (record.exchangedJti !== undefined) {
+    json += `,"exchangedJti":${JSON.stringify(record.exchangedJti)}`;
+  }
+  if (record.exchangeFailure !== undefined) {
+    json += `,"exchangeFailure":${jsonString(record.exchangeFailure)}`;
+  }
 function jsonNumber(value: number): string {
   return Number.isFinite(value) ? String(value) : 'null';
 }
@@ -129,9 +141,12 @@ export class McpExchange implements Exchange {
   upstreamStatus: number | undefined = undefined;
   upstreamFailure: UpstreamFailure | undefined = undefined;
   /**
+  rule: string | undefined = undefined;
    * The request's `MCP-Protocol-Version` when it is of the modern era (`modernVersionOf`): its
    * call was decided on from the headers (`call` holds what they said until the body is read).
    */
+  exchangedJti: string | undefined = undefined;
+  exchangeFailure: string | undefined = undefined;
   modernVersion: string | undefined = undefined;
   /** Why a modern request's headers are refused, answered once its body gives the id. */
   eraRefusal: EraRefusal | undefined = undefined;
@@ -167,6 +182,11 @@ export class McpExchange implements Exchange {
   private subject(): string | undefined {
     const subject = this.token?.payload[this.runtime.authenticator?.userIdClaim ?? 'sub'];
     return typeof subject === 'string' ? subject : undefined;
+  paramHeaders(): readonly ParamHeader[] | undefined {
+    const { call } = this;
+    return call?.method === 'tools/call' ? this.runtime.paramHeaders.of(call.target) : undefined;
+  }
+
   }
 
   /** Records a refusal for the audit line. */
@@ -177,6 +197,7 @@ export class McpExchange implements Exchange {
   }
 
   auditRecord(): AuditRecord {
+    this.rule = refusal.rule;
     const record = new AuditRecord(
       this.runtime.id,
       this.httpMethod,
@@ -196,9 +217,12 @@ export class McpExchange implements Exchange {
     record.upstreamStatus = this.upstreamStatus;
     record.upstreamFailure = this.upstreamFailure;
     return record;
+    record.rule = this.rule;
   }
 }
 
+    record.exchangedJti = this.exchangedJti;
+    record.exchangeFailure = this.exchangeFailure;
 export interface McpRequestHandling {
   /** Header stage: authenticates the caller when every request of its kind needs one. */
   onHeaders(exchange: McpExchange, http: McpHttp): Promise<void> | undefined;
@@ -349,10 +373,10 @@ export function createMcpRequestHandling(options: {
     from = 0,
   ): boolean | Promise<boolean> => {
     for (let i = from; i < policies.length; i++) {
-      const outcome = policies[i]?.onRequest?.(exchange);
+      const outcome = policies[i]?.[hook]?.(exchange);
       if (outcome instanceof Promise) {
         return outcome.then((refusal) => {
-          if (!refusal) return runPolicies(exchange, http, policies, i + 1);
+          if (!refusal) return runPolicies(exchange, http, policies, i + 1, hook);
           refuse(exchange, http, refusal);
           return false;
         });
@@ -439,7 +463,12 @@ export function createMcpRequestHandling(options: {
       return undefined;
     }
     exchange.call = parsed.call;
-    return forward(exchange, http);
+    // What the headers could not tell is decided now (`Policy.onBody`), before the upstream.
+    const passed = runPolicies(exchange, http, exchange.runtime.policies, 0, 'onBody');
+    if (passed instanceof Promise) {
+      return passed.then((go) => (go ? forward(exchange, http) : undefined));
+    }
+    return passed ? forward(exchange, http) : undefined;
   };
 
   return {
@@ -522,7 +551,7 @@ export function createMcpRequestHandling(options: {
         privateScope: false,
       };
     }
-    return forwardToUpstream({
+    const forwarding: Forwarding = {
       http,
       exchange,
       log,
@@ -530,6 +559,44 @@ export function createMcpRequestHandling(options: {
       filter,
       answerBudget,
       finish,
-    });
+      bearer: undefined,
+    };
+    const { tokenExchange } = runtime;
+    return tokenExchange
+      ? forwardExchanged(tokenExchange, forwarding)
+      : forwardToUpstream(forwarding);
+  }
+
+  /**
+   * Forwards with the caller's token exchanged for the upstream's (`upstream.tokenExchange`),
+   * after every policy passed; when no token can be had, answers why, and nothing reaches the
+   * upstream. Synchronous on a cache hit.
+   */
+  function forwardExchanged(exchanger: TokenExchanger, f: Forwarding): Promise<void> | undefined {
+    const { exchange, http } = f;
+    const callerToken = bearerToken(exchange.headers.authorization);
+    if (exchange.token === undefined || callerToken === undefined) {
+      // Such a proxy authenticates every request (registry), so this is a defence only.
+      refuse(exchange, http, unauthenticated(exchange, 'no caller token to exchange'));
+      return undefined;
+    }
+    const outcome = exchanger.exchange(callerToken, exchange.token.expiresAt);
+    if (outcome instanceof Promise) return outcome.then((settled) => sendExchanged(f, settled));
+    return sendExchanged(f, outcome);
+  }
+
+  function sendExchanged(f: Forwarding, outcome: TokenExchangeOutcome): Promise<void> | undefined {
+    const { exchange, http } = f;
+    if (outcome.ok) {
+      exchange.exchangedJti = outcome.jti;
+      f.bearer = outcome.token;
+      return forwardToUpstream(f);
+    }
+    const { failure } = outcome;
+    exchange.exchangeFailure = failure.failure;
+    const body = jsonRpcError(f.id, -32000, failure.message, failure.data);
+    const headers = failure.retryAfter ? { 'retry-after': failure.retryAfter } : undefined;
+    answer(exchange, http, failure.status, failure.decision, failure.reason, body, headers);
+    return undefined;
   }
 }

@@ -7,6 +7,7 @@ import { POLICIES } from '../policies/index.js';
 import type { Authenticator, CallerNeeds, Policy } from '../policies/policy.js';
 import { UpstreamConnections, type UpstreamLimits } from './forwarding.js';
 import { type McpCall, ParamHeaderBook } from './jsonrpc.js';
+import { TokenExchanger } from './token-exchange.js';
 
 /** A proxy's addresses on one listener and host (RFC 9728 resource and its metadata). */
 export interface ResourceUrls {
@@ -37,6 +38,8 @@ export interface ProxyRuntime {
   specVersions: ReadonlySet<string>;
   /** `upstream.auth`: the header and the resolved secret added to every upstream request. */
   upstreamAuth: { header: string; value: string } | undefined;
+  /** `upstream.tokenExchange`: the caller's token exchanged for the upstream's (RFC 8693). */
+  tokenExchange: TokenExchanger | undefined;
   /**
    * This proxy's addresses by listener base URL (`scheme://host[:port]`), made the first time a
    * base is seen (`resourceUrlsOf` in `front.ts`): a replaced proxy starts with none.
@@ -59,6 +62,13 @@ export interface RegistryOptions {
 }
 
 const NO_CALL_NEEDS_A_CALLER = (_call: McpCall) => false;
+
+/** A proxy that exchanges tokens needs a caller on every request: each carries an exchanged one. */
+const EVERY_REQUEST_NEEDS_A_CALLER: CallerNeeds = {
+  transport: true,
+  everyCall: true,
+  call: () => true,
+};
 
 /**
  * Whether a request needs an authenticated caller: the one place that decides, once per proxy at
@@ -103,8 +113,19 @@ export class ProxyRegistry {
 
   constructor(private readonly options: RegistryOptions) {}
 
+  /** A secret of the proxy's, or undefined (logged: the proxy is not routed without it). */
+  private secret(id: string, ref: string): string | undefined {
+    const secret = resolveSecretRef(ref, this.options.secrets);
+    if (secret.ok) return secret.value;
+    this.options.logger.error(
+      { proxy: id, problem: secret.problem },
+      'MCP proxy not routed: its upstream secret cannot be read',
+    );
+    return undefined;
+  }
+
   /**
-   * Routes a definition. One whose upstream secret cannot be read stays unrouted (and says so
+   * Routes a definition. One whose upstream secrets cannot be read stays unrouted (and says so
    * in the log) rather than reaching the upstream without its credential.
    */
   apply(id: string, definition: McpProxyDefinition): void {
@@ -113,15 +134,23 @@ export class ProxyRegistry {
     const { context, upstream } = definition.spec;
     let upstreamAuth: ProxyRuntime['upstreamAuth'];
     if (upstream.auth) {
-      const secret = resolveSecretRef(upstream.auth.secretRef, this.options.secrets);
-      if (!secret.ok) {
-        this.options.logger.error(
-          { proxy: id, problem: secret.problem },
-          'MCP proxy not routed: its upstream secret cannot be read',
-        );
-        return;
-      }
-      upstreamAuth = { header: upstream.auth.header.toLowerCase(), value: secret.value };
+      const value = this.secret(id, upstream.auth.secretRef);
+      if (value === undefined) return;
+      upstreamAuth = { header: upstream.auth.header.toLowerCase(), value };
+    }
+    let tokenExchange: TokenExchanger | undefined;
+    const exchange = upstream.tokenExchange;
+    if (exchange) {
+      const clientSecret = this.secret(id, exchange.clientSecretRef);
+      if (clientSecret === undefined) return;
+      const settings = {
+        tokenEndpoint: exchange.tokenEndpoint,
+        clientId: exchange.clientId,
+        clientSecret,
+        resource: exchange.resource ?? upstream.url,
+        scopes: exchange.scopes,
+      };
+      tokenExchange = new TokenExchanger(settings, this.options.now, this.options.logger, id);
     }
     const upstreamUrl = new URL(upstream.url);
     const setup = {
@@ -148,11 +177,12 @@ export class ProxyRegistry {
       policies,
       listPolicies: policies.filter((p) => p.onListItem),
       authenticator: policies.find((p) => p.authenticator)?.authenticator,
-      callers: callerRequirement(policies),
+      callers: tokenExchange ? EVERY_REQUEST_NEEDS_A_CALLER : callerRequirement(policies),
       scopesSupported: [...new Set(policies.flatMap((p) => p.scopes ?? []))],
       specVersions: specVersionsOf(definition),
       upstreamAuth,
       resourceUrls: new Map(),
+      tokenExchange,
       paramHeaders: new ParamHeaderBook(),
     };
     this.byContext.set(context, runtime);
@@ -168,6 +198,7 @@ export class ProxyRegistry {
     // In-flight streams may be long-lived; let them (and those queued) finish on the old pool.
     void runtime?.upstream.close().catch(() => undefined);
   }
+    void runtime?.tokenExchange?.close().catch(() => undefined);
 
   /** Every routed proxy. */
   runtimes(): Iterable<ProxyRuntime> {
@@ -175,7 +206,10 @@ export class ProxyRegistry {
   }
 
   async close(): Promise<void> {
-    const pools = [...this.byContext.values()].map((r) => r.upstream.destroy());
+    const pools = [...this.byContext.values()].flatMap((r) => [
+      r.upstream.destroy(),
+      r.tokenExchange?.destroy(),
+    ]);
     this.byContext.clear();
     this.contextById.clear();
     await Promise.all(pools);
