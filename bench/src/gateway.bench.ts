@@ -180,12 +180,19 @@ async function startKeyManager(cleanup: Cleanup) {
 const LEGACY_ERA = ['2025-06-18'];
 const BOTH_ERAS = [...LEGACY_ERA, '2026-07-28'];
 
+/**
+ * The one CEL condition of the condition row (issue 42): over the token and the arguments, so
+ * it is evaluated on every call, after the body is read.
+ */
+const CONDITION = "call.arguments.count <= 100.0 && token.sub != ''";
+
 function proxyDefinition(
   name: string,
   context: string,
   upstreamUrl: string,
   policies: boolean,
   specVersions = LEGACY_ERA,
+  when?: string,
 ) {
   return {
     apiVersion: 'gateway.api-platform.vendor/v1',
@@ -208,7 +215,13 @@ function proxyDefinition(
               name: 'mcp-authz',
               version: 'v1',
               params: {
-                tools: [{ name: 'search_users', scopes: { allOf: ['internal_user_mgt_list'] } }],
+                tools: [
+                  {
+                    name: 'search_users',
+                    scopes: { allOf: ['internal_user_mgt_list'] },
+                    ...(when === undefined ? {} : { when }),
+                  },
+                ],
               },
             },
           ]
@@ -296,6 +309,8 @@ const TCP_RELAY = 'lower bound: Node.js TCP relay, no HTTP';
 const WARM = 'auth+authz, warm cache';
 /** The same call in the modern era, authorized from its headers before the body is read. */
 const MODERN = 'MCP 2026-07-28';
+/** The warm case with one CEL condition on the tool's rule, beside it in the same run. */
+const CONDITIONED = 'auth+authz, warm cache, one CEL condition';
 const BARE_HTTP_RELAY = 'lower bound: HTTP/1.1 framed by hand, no checks';
 
 async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
@@ -456,6 +471,10 @@ async function gatewayTargets(
   );
   const modernLeftOut = await deployBothEras(warm.gateway, setup.upstreamUrl, setup.auth);
   if (modernLeftOut) setup.notes.push(`${MODERN} row${label} left out: ${modernLeftOut}`);
+  const conditionLeftOut = await deployConditioned(warm.gateway, setup.upstreamUrl, setup.auth);
+  if (conditionLeftOut) {
+    setup.notes.push(`${CONDITIONED} row${label} left out: ${conditionLeftOut}`);
+  }
   const cold = await start('cold', 0);
   await cold.gateway.deploy(
     proxyDefinition('bench', '/bench', setup.upstreamUrl, true),
@@ -483,6 +502,9 @@ async function gatewayTargets(
     target('no policies', warm, '/open/mcp'),
     legacy,
     ...(modernLeftOut ? [] : [modern]),
+    ...(conditionLeftOut
+      ? []
+      : [target(CONDITIONED, warm, '/conditioned/mcp', { headers: setup.auth })]),
     target('auth+authz, cold cache', cold, '/bench/mcp', { headers: setup.auth }),
   ];
 }
@@ -525,6 +547,27 @@ async function deployBothEras(
   return answer.ok
     ? undefined
     : `the gateway answered its call ${answer.status} ${text.slice(0, 300)}`;
+}
+
+/**
+ * Deploys the warm case's proxy with one CEL condition (`CONDITION`) at `/conditioned`; a
+ * gateway build from before conditions refuses it. Resolves with why the row is left out.
+ */
+async function deployConditioned(
+  gateway: GatewayProcess,
+  upstreamUrl: string,
+  auth: Record<string, string>,
+): Promise<string | undefined> {
+  try {
+    await gateway.deploy(
+      proxyDefinition('conditioned', '/conditioned', upstreamUrl, true, LEGACY_ERA, CONDITION),
+      { path: '/conditioned/mcp', ...legacyCall(auth) },
+    );
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof DeployRefusedError)) throw error;
+    return `the gateway refused to deploy it (${error.message})`;
+  }
 }
 
 /** What an instrumented run of one gateway case needs. */

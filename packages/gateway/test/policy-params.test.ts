@@ -5,6 +5,7 @@ import { POLICIES } from '../src/policies/index.js';
 import type { PolicySetup } from '../src/policies/policy.js';
 
 const setup: PolicySetup = {
+  proxy: 'params-v1.0',
   keyManagers: [],
   verifier: {} as TokenVerifier,
   now: Date.now,

@@ -877,6 +877,8 @@ export function newestLegacyVersion(specVersions: ReadonlySet<string>): string |
 export interface ParamHeader {
   readonly header: string;
   readonly path: readonly string[];
+  /** The annotated property's JSON Schema `type`, if it names one: how its header reads. */
+  readonly type: string | undefined;
 }
 
 /**
@@ -904,7 +906,8 @@ export function paramHeadersOf(tool: Record<string, unknown>): ParamHeader[] {
       const name = property['x-mcp-header'];
       const at = [...path, key];
       if (typeof name === 'string' && FIELD_NAME_TOKEN.test(name)) {
-        found.push({ header: `mcp-param-${name.toLowerCase()}`, path: at });
+        const type = typeof property.type === 'string' ? property.type : undefined;
+        found.push({ header: `mcp-param-${name.toLowerCase()}`, path: at, type });
       }
       walk(property, at);
     }

@@ -20,6 +20,7 @@ import {
   type McpCall,
   modernVersionOf,
   newestLegacyVersion,
+  type ParamHeader,
   paramMismatch,
   parseMcpBody,
   requestIdOf,
@@ -28,8 +29,8 @@ import {
 import type { ListFilter } from './list-filter.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 import { type ByteBudget, bodyTextError, type McpHttp } from './request.js';
-import type { UpstreamFailure } from './upstream-failure.js';
 import type { TokenExchangeOutcome, TokenExchanger } from './token-exchange.js';
+import type { UpstreamFailure } from './upstream-failure.js';
 
 /*
  * The policy pipeline of one request to `<context>/mcp`: the exchange the policies read (and
@@ -63,17 +64,19 @@ export class AuditRecord {
   clientId: string | undefined = undefined;
   /** Why a request was refused (never the token itself). */
   reason: string | undefined = undefined;
+  /** The `mcp-authz` rule that refused it. */
+  rule: string | undefined = undefined;
   missingScopes: readonly string[] | undefined = undefined;
   upstreamStatus: number | undefined = undefined;
   /** How the exchange with the upstream failed, if it did (beside any status it answered). */
   upstreamFailure: UpstreamFailure | undefined = undefined;
-
-  constructor(
-    proxy: string,
   /** `jti` of the token sent upstream in the caller's place (`upstream.tokenExchange`). */
   exchangedJti: string | undefined = undefined;
   /** Why no token could be had for the upstream: the IdP's error code, or how it failed. */
   exchangeFailure: string | undefined = undefined;
+
+  constructor(
+    proxy: string,
     httpMethod: string,
     method: string,
     decision: Decision,
@@ -108,6 +111,7 @@ export function auditRecordJson(record: AuditRecord): string {
   if (record.subject !== undefined) json += `,"subject":${jsonString(record.subject)}`;
   if (record.clientId !== undefined) json += `,"clientId":${jsonString(record.clientId)}`;
   if (record.reason !== undefined) json += `,"reason":${jsonString(record.reason)}`;
+  if (record.rule !== undefined) json += `,"rule":${jsonString(record.rule)}`;
   if (record.missingScopes !== undefined) {
     json += `,"missingScopes":${JSON.stringify(record.missingScopes)}`;
   }
@@ -117,16 +121,16 @@ export function auditRecordJson(record: AuditRecord): string {
   if (record.upstreamFailure !== undefined) {
     json += `,"upstreamFailure":${jsonString(record.upstreamFailure)}`;
   }
-  return `${json}}`;
-}
-
-/** A number as JSON writes it: `null` for one that is not finite. */
   if (record.exchangedJti !== undefined) {
     json += `,"exchangedJti":${JSON.stringify(record.exchangedJti)}`;
   }
   if (record.exchangeFailure !== undefined) {
     json += `,"exchangeFailure":${jsonString(record.exchangeFailure)}`;
   }
+  return `${json}}`;
+}
+
+/** A number as JSON writes it: `null` for one that is not finite. */
 function jsonNumber(value: number): string {
   return Number.isFinite(value) ? String(value) : 'null';
 }
@@ -137,16 +141,16 @@ export class McpExchange implements Exchange {
   token: VerifiedToken | undefined = undefined;
   decision: Decision = 'allowed';
   reason: string | undefined = undefined;
+  rule: string | undefined = undefined;
   missingScopes: readonly string[] | undefined = undefined;
   upstreamStatus: number | undefined = undefined;
   upstreamFailure: UpstreamFailure | undefined = undefined;
+  exchangedJti: string | undefined = undefined;
+  exchangeFailure: string | undefined = undefined;
   /**
-  rule: string | undefined = undefined;
    * The request's `MCP-Protocol-Version` when it is of the modern era (`modernVersionOf`): its
    * call was decided on from the headers (`call` holds what they said until the body is read).
    */
-  exchangedJti: string | undefined = undefined;
-  exchangeFailure: string | undefined = undefined;
   modernVersion: string | undefined = undefined;
   /** Why a modern request's headers are refused, answered once its body gives the id. */
   eraRefusal: EraRefusal | undefined = undefined;
@@ -178,26 +182,26 @@ export class McpExchange implements Exchange {
     return subject !== undefined ? `sub:${subject}` : `addr:${this.remoteAddress}`;
   }
 
-  /** The verified caller's user id (the proxy's `userIdClaim`), if it is a string. */
-  private subject(): string | undefined {
-    const subject = this.token?.payload[this.runtime.authenticator?.userIdClaim ?? 'sub'];
-    return typeof subject === 'string' ? subject : undefined;
   paramHeaders(): readonly ParamHeader[] | undefined {
     const { call } = this;
     return call?.method === 'tools/call' ? this.runtime.paramHeaders.of(call.target) : undefined;
   }
 
+  /** The verified caller's user id (the proxy's `userIdClaim`), if it is a string. */
+  private subject(): string | undefined {
+    const subject = this.token?.payload[this.runtime.authenticator?.userIdClaim ?? 'sub'];
+    return typeof subject === 'string' ? subject : undefined;
   }
 
   /** Records a refusal for the audit line. */
   refused(refusal: Refusal): void {
     this.decision = refusal.decision;
     this.reason = refusal.reason;
+    this.rule = refusal.rule;
     if (refusal.missingScopes.length > 0) this.missingScopes = refusal.missingScopes;
   }
 
   auditRecord(): AuditRecord {
-    this.rule = refusal.rule;
     const record = new AuditRecord(
       this.runtime.id,
       this.httpMethod,
@@ -213,16 +217,16 @@ export class McpExchange implements Exchange {
       if (typeof clientId === 'string') record.clientId = clientId;
     }
     record.reason = this.reason;
+    record.rule = this.rule;
     record.missingScopes = this.missingScopes;
     record.upstreamStatus = this.upstreamStatus;
     record.upstreamFailure = this.upstreamFailure;
+    record.exchangedJti = this.exchangedJti;
+    record.exchangeFailure = this.exchangeFailure;
     return record;
-    record.rule = this.rule;
   }
 }
 
-    record.exchangedJti = this.exchangedJti;
-    record.exchangeFailure = this.exchangeFailure;
 export interface McpRequestHandling {
   /** Header stage: authenticates the caller when every request of its kind needs one. */
   onHeaders(exchange: McpExchange, http: McpHttp): Promise<void> | undefined;
@@ -371,6 +375,7 @@ export function createMcpRequestHandling(options: {
     http: McpHttp,
     policies: readonly Policy[],
     from = 0,
+    hook: 'onRequest' | 'onBody' = 'onRequest',
   ): boolean | Promise<boolean> => {
     for (let i = from; i < policies.length; i++) {
       const outcome = policies[i]?.[hook]?.(exchange);

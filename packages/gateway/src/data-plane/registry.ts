@@ -154,6 +154,7 @@ export class ProxyRegistry {
     }
     const upstreamUrl = new URL(upstream.url);
     const setup = {
+      proxy: id,
       keyManagers: this.options.keyManagers,
       verifier: this.options.verifier,
       now: this.options.now,
@@ -181,8 +182,8 @@ export class ProxyRegistry {
       scopesSupported: [...new Set(policies.flatMap((p) => p.scopes ?? []))],
       specVersions: specVersionsOf(definition),
       upstreamAuth,
-      resourceUrls: new Map(),
       tokenExchange,
+      resourceUrls: new Map(),
       paramHeaders: new ParamHeaderBook(),
     };
     this.byContext.set(context, runtime);
@@ -197,8 +198,8 @@ export class ProxyRegistry {
     this.contextById.delete(id);
     // In-flight streams may be long-lived; let them (and those queued) finish on the old pool.
     void runtime?.upstream.close().catch(() => undefined);
-  }
     void runtime?.tokenExchange?.close().catch(() => undefined);
+  }
 
   /** Every routed proxy. */
   runtimes(): Iterable<ProxyRuntime> {

@@ -4,7 +4,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { TokenVerifier, VerifiedToken } from '../auth/verifier.js';
 import type { KeyManagerConfig } from '../config.js';
 import type { SecretAccess } from '../control-plane/secret-ref.js';
-import type { McpCall } from '../data-plane/jsonrpc.js';
+import type { McpCall, ParamHeader } from '../data-plane/jsonrpc.js';
 
 /** What the data plane needs to answer a refused request itself instead of forwarding it. */
 export interface Refusal {
@@ -16,6 +16,8 @@ export interface Refusal {
   /** Why, for the audit log only. */
   reason: string;
   missingScopes: readonly string[];
+  /** The `mcp-authz` rule that refused, for the audit log. */
+  rule?: string;
 }
 
 /** One MCP request as the policies of its proxy see it. */
@@ -35,6 +37,11 @@ export interface Exchange {
   readonly scopesSupported: readonly string[];
   /** Who is calling, for per-caller limits: the authenticated subject, else the client address. */
   callerKey(): string;
+  /**
+   * The `x-mcp-header` annotations the proxy learnt of the tool a tools/call names: which of
+   * its arguments a modern request mirrors into `Mcp-Param-*` headers.
+   */
+  paramHeaders(): readonly ParamHeader[] | undefined;
 }
 
 /**
@@ -68,6 +75,11 @@ export interface Policy {
    */
   onRequest?(exchange: Exchange): Verdict;
   /**
+   * Decides a modern (2026-07-28) request again once its body is read and agrees with its
+   * headers: what the headers could not tell (`mcp-authz` conditions over the arguments).
+   */
+  onBody?(exchange: Exchange): Verdict;
+  /**
    * Filters list results: false removes the item from the caller's `tools/list` and friends
    * (`exchange.call.kind` names the capability listed).
    */
@@ -100,6 +112,8 @@ export interface Authenticator {
 
 /** What a policy may use from the gateway when it is created for a proxy. */
 export interface PolicySetup {
+  /** The proxy's name (`metadata.name`): `proxy.name` of `mcp-authz` conditions. */
+  proxy: string;
   keyManagers: readonly KeyManagerConfig[];
   verifier: TokenVerifier;
   /** Clock in milliseconds since the epoch. */

@@ -16,6 +16,7 @@ import {
   type StoredProxy,
   StoreUnavailableError,
 } from '../store.js';
+import { registerDecisionsRoute } from './decisions.js';
 import type { BasicAuthenticator } from './users.js';
 
 const BASE = '/api/management/v1/mcp-proxies';
@@ -238,6 +239,8 @@ export function registerManagementApi(app: FastifyInstance, options: ManagementO
       logger.info({ proxy: id, state: stateOf(definition) }, 'MCP proxy updated');
       return present(proxy);
     });
+
+    registerDecisionsRoute(api, BASE, store, options.now);
 
     api.delete(`${BASE}/:id`, async (request, reply) => {
       const { id } = request.params as { id: string };
