@@ -1,7 +1,17 @@
-import { defineConfig, loadConfig, NotFoundError, renderConfigHelp } from '@mcp-identity/common';
+import {
+  batchedStdout,
+  createLogger,
+  defineConfig,
+  LOG_FORMATS,
+  loadConfig,
+  logFormatSetting,
+  NotFoundError,
+  renderConfigHelp,
+} from '@mcp-identity/common';
+import { BootstrapError, readBootstrapFile } from './bootstrap/apply.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { openIdpData, startIdp } from './server.js';
-import type { GrantType } from './store/apps.js';
+import { type GrantType, TOKEN_EXCHANGE_GRANT, type TokenExchangePolicy } from './store/apps.js';
 
 const DATA_DIR = {
   type: 'string',
@@ -51,7 +61,28 @@ const SERVE = defineConfig({
     env: 'IDP_CLIENT_METADATA_ALLOW_PRIVATE_ADDRESSES',
     default: false,
   },
+  logFormat: {
+    type: 'string',
+    description: 'pretty or json log lines (default: pretty on a terminal)',
+    env: 'LOG_FORMAT',
+    schema: { enum: [...LOG_FORMATS] },
+  },
 });
+
+/** RFC 8693: what an application with the token-exchange grant may exchange (WSO2's model). */
+const TOKEN_EXCHANGE_FIELDS = {
+  subjectAudiences: {
+    type: 'string[]' as const,
+    description:
+      'Token exchange: audiences (aud) of the subject tokens it may exchange, comma-separated',
+    default: [] as string[],
+  },
+  exchangeResources: {
+    type: 'string[]' as const,
+    description: 'Token exchange: resources it may exchange them for, comma-separated',
+    default: [] as string[],
+  },
+};
 
 const APPS_CREATE = defineConfig({
   dataDir: DATA_DIR,
@@ -68,9 +99,12 @@ const APPS_CREATE = defineConfig({
     default: ['client_credentials'],
   },
   redirectUris: { type: 'string[]', description: 'Redirect URIs, comma-separated', default: [] },
+  ...TOKEN_EXCHANGE_FIELDS,
 });
 
 const DATA_ONLY = defineConfig({ dataDir: DATA_DIR });
+
+const APPS_TOKEN_EXCHANGE = defineConfig({ dataDir: DATA_DIR, ...TOKEN_EXCHANGE_FIELDS });
 
 const RESOURCES_ADD = defineConfig({
   dataDir: DATA_DIR,
@@ -101,9 +135,12 @@ const USAGE = `Usage: mcp-identity-idp <command>   (or: mcp-identity idp <comman
 
 Commands:
   serve                         Run the identity provider
+  validate --bootstrap <file>   Check a bootstrap file as serve would (every problem by key); starts nothing
   apps create --name <name>     Create a machine-to-machine application (secret shown once)
   apps list                     List applications
   apps delete <client-id>       Delete an application
+  apps token-exchange <client-id> --subject-audiences <uris> --exchange-resources <uris>
+                                Let an application exchange tokens (RFC 8693): adds the grant
   apps rotate-secret <client-id>  Issue a new client secret (shown once)
   keys rotate                   Create a new signing key; old keys stay published until their tokens expire
   resources add --identifier <url> --name <name> --scopes <scopes>
@@ -123,6 +160,7 @@ const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, 
 export async function runIdpCli(argv: readonly string[]): Promise<number> {
   const [command, sub] = argv;
   if (command === 'serve') return serve(argv.slice(1));
+  if (command === 'validate') return validate(argv.slice(1));
   if (command === 'apps' && sub) return apps(sub, argv.slice(2));
   if (command === 'resources' && sub) return resources(sub, argv.slice(2));
   if (command === 'keys' && sub === 'rotate') {
@@ -156,6 +194,15 @@ async function serve(args: readonly string[]): Promise<number> {
     allowedOrigins: values.allowedOrigins,
     clientIdMetadata: { allowPrivateAddresses: values.clientMetadataAllowPrivateAddresses },
     ...(values.bootstrap ? { bootstrap: values.bootstrap } : {}),
+    ...(values.logFormat
+      ? {
+          logger: createLogger({
+            name: 'idp',
+            destination: batchedStdout(),
+            ...logFormatSetting(values.logFormat),
+          }),
+        }
+      : {}),
     ...(values.issuer ? { issuer: values.issuer } : {}),
     ...(publicUrl ? { publicUrl } : {}),
   });
@@ -166,6 +213,34 @@ async function serve(args: readonly string[]): Promise<number> {
     jwksUri: idp.jwksUri,
     createdApplications: idp.bootstrap.createdApplications,
   });
+  return 0;
+}
+
+const VALIDATE = defineConfig({
+  bootstrap: {
+    type: 'string',
+    description: 'Bootstrap YAML file',
+    env: 'IDP_BOOTSTRAP',
+    required: true,
+  },
+});
+
+/** `validate`: the checks `serve` makes of its bootstrap file, exit 2 naming every problem. */
+async function validate(args: readonly string[]): Promise<number> {
+  const config = loadConfig(VALIDATE, { argv: [...args] });
+  if (config.help) {
+    process.stdout.write(`mcp-identity-idp validate\n\n${renderConfigHelp(VALIDATE)}\n`);
+    return 0;
+  }
+  const { bootstrap } = config.values;
+  try {
+    await readBootstrapFile(bootstrap);
+  } catch (error) {
+    if (!(error instanceof BootstrapError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    return 2;
+  }
+  process.stdout.write(`${bootstrap}: valid\n`);
   return 0;
 }
 
@@ -186,6 +261,9 @@ async function apps(sub: string, args: readonly string[]): Promise<number> {
         scopes,
         grantTypes: values.grantTypes as GrantType[],
         redirectUris: values.redirectUris,
+        ...(values.grantTypes.includes(TOKEN_EXCHANGE_GRANT)
+          ? { tokenExchange: exchangePolicy(values) }
+          : {}),
       });
       print({ ...app, clientSecret });
       return 0;
@@ -199,6 +277,7 @@ async function apps(sub: string, args: readonly string[]): Promise<number> {
       return 0;
     });
   }
+  if (sub === 'token-exchange') return appTokenExchange(args);
   if (sub === 'delete' || sub === 'rotate-secret') {
     return withData(args, async (data, [clientId]) => {
       if (!clientId) {
@@ -217,6 +296,43 @@ async function apps(sub: string, args: readonly string[]): Promise<number> {
   }
   process.stderr.write(`${USAGE}\n`);
   return 2;
+}
+
+const exchangePolicy = (values: {
+  subjectAudiences: string[];
+  exchangeResources: string[];
+}): TokenExchangePolicy => ({
+  subjectAudiences: values.subjectAudiences,
+  resources: values.exchangeResources,
+});
+
+/** `apps token-exchange <client-id>`: grants token exchange and replaces what it may exchange. */
+async function appTokenExchange(args: readonly string[]): Promise<number> {
+  const config = loadConfig(APPS_TOKEN_EXCHANGE, { argv: [...args], allowPositionals: true });
+  if (config.help) {
+    process.stdout.write(
+      `mcp-identity-idp apps token-exchange <client-id>\n\n${renderConfigHelp(APPS_TOKEN_EXCHANGE)}\n`,
+    );
+    return 0;
+  }
+  const [clientId] = config.positionals;
+  if (!clientId) {
+    process.stderr.write('Usage: mcp-identity-idp apps token-exchange <client-id> [options]\n');
+    return 2;
+  }
+  const data = openIdpData(config.values.dataDir, { create: false });
+  try {
+    const app = data.apps.get(clientId);
+    if (!app) throw new NotFoundError(`No application with client id ${clientId}`);
+    data.apps.update(clientId, {
+      grantTypes: [...new Set<GrantType>([...app.grantTypes, TOKEN_EXCHANGE_GRANT])],
+      tokenExchange: exchangePolicy(config.values),
+    });
+    print(data.apps.get(clientId));
+    return 0;
+  } finally {
+    data.close();
+  }
 }
 
 async function resources(sub: string, args: readonly string[]): Promise<number> {

@@ -1,5 +1,6 @@
 import {
   countAnswers,
+  counterChildren,
   createMetricsRegistry,
   grantTypeLabel,
   httpRequestMetrics,
@@ -13,6 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TokenService } from './auth/tokens.js';
 import { admitBearer } from './scim/routes.js';
 import { findAccessRule } from './scim/scopes.js';
+import type { ScimWrite } from './scim/write-log.js';
 import { GRANT_TYPES } from './store/apps.js';
 
 /** Grant types counted by name; any other `grant_type` is counted as `other`. */
@@ -36,13 +38,18 @@ function scimResource(route: string): string {
  * process metrics, `idp_http_*` per route, and
  * - `idp_token_requests_total{grant_type, outcome}` — `POST /oauth2/token`;
  * - `idp_login_attempts_total{outcome}` — the login form's post (`POST /oauth2/authorize`);
- * - `idp_scim_requests_total{resource, method, status}` — every request under `/scim2`.
+ * - `idp_scim_requests_total{resource, method, status}` — every request under `/scim2`;
+ * - `idp_scim_writes_total{resource, method, status, actor}` — SCIM writes, counted by the SCIM
+ *   routes (`countScimWrite`), which know the token's actors.
  *
  * `GET /metrics` follows the IdP's access model: a bearer token the IdP issued holding the
  * scope of its rule in `scim/scopes.ts` (`internal_metrics_view`), e.g. a client-credentials
  * application for the scraper.
  */
-export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): void {
+export function registerIdpMetrics(
+  app: FastifyInstance,
+  tokens: TokenService,
+): { countScimWrite: (write: ScimWrite) => void } {
   const registry = createMetricsRegistry();
   recordHttpRequests(app, httpRequestMetrics(registry, 'idp'));
   // Resource labels by route pattern: the patterns are the registered routes, a fixed few.
@@ -82,6 +89,22 @@ export function registerIdpMetrics(app: FastifyInstance, tokens: TokenService): 
     },
   ]);
   registerMetricsRoute(app, registry, { authorize: requireMetricsScope(tokens) });
+  const writes = counterChildren(registry, {
+    name: 'idp_scim_writes_total',
+    help: 'SCIM writes, by resource type, method, status and actor (the client that exchanged the token, RFC 8693; none when not delegated).',
+    labelNames: ['resource', 'method', 'status', 'actor'],
+  });
+  return {
+    // The actor is the outermost one: a client the operator allowed to exchange tokens, so the
+    // label stays bounded (a user would not be).
+    countScimWrite: (write: ScimWrite) =>
+      writes(
+        scimResource(write.route),
+        write.method,
+        String(write.status),
+        write.actor[0] ?? 'none',
+      ).inc(),
+  };
 }
 
 /** The access rule of `GET /metrics`, checked as the SCIM valve checks its routes. */

@@ -246,7 +246,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       done(null, body),
     );
     registerHealthRoutes(app, { livePath: '/api/health-check/v1.0/health' });
-    registerIdpMetrics(app, core.tokens);
+    const metrics = registerIdpMetrics(app, core.tokens);
     // Browser-based clients (MCP Inspector's web UI, say) read discovery, register and get
     // tokens from their own origin; the policy is built once the public URL is known.
     let originPolicy: OriginPolicy | undefined;
@@ -311,6 +311,7 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
         isUserToken(claims)
           ? currentUserScopes(core.service.roles, claims.sub)
           : new Set(core.apps.get(claims.client_id)?.scopes ?? []),
+      onWrite: metrics.countScimWrite,
     });
     app.addHook('onClose', async () => core.db.close());
 

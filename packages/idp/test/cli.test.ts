@@ -74,6 +74,56 @@ describe('idp apps and keys commands', () => {
     expect((await run(['apps', 'list', '--data-dir', dataDir])).output).not.toContain(app.clientId);
   });
 
+  it('creates an application that may exchange tokens and changes what it may exchange', async () => {
+    const dataDir = tempDir();
+    const grant = 'urn:ietf:params:oauth:grant-type:token-exchange';
+    const created = await run([
+      'apps',
+      'create',
+      '--name',
+      'gateway',
+      '--grant-types',
+      grant,
+      '--subject-audiences',
+      'https://gateway.test/mcp',
+      '--exchange-resources',
+      'https://scim.test/mcp',
+      '--data-dir',
+      dataDir,
+    ]);
+    expect(created.code).toBe(0);
+    const app = JSON.parse(created.output) as { clientId: string; tokenExchange: unknown };
+    expect(app.tokenExchange).toEqual({
+      subjectAudiences: ['https://gateway.test/mcp'],
+      resources: ['https://scim.test/mcp'],
+    });
+
+    const backend = JSON.parse(
+      (await run(['apps', 'create', '--name', 'backend', '--data-dir', dataDir])).output,
+    ) as { clientId: string };
+    const changed = await run([
+      'apps',
+      'token-exchange',
+      backend.clientId,
+      '--subject-audiences',
+      'https://scim.test/mcp',
+      '--exchange-resources',
+      'https://idp.test/scim2',
+      '--data-dir',
+      dataDir,
+    ]);
+    expect(changed.code).toBe(0);
+    expect(JSON.parse(changed.output)).toMatchObject({
+      grantTypes: ['client_credentials', grant],
+      tokenExchange: {
+        subjectAudiences: ['https://scim.test/mcp'],
+        resources: ['https://idp.test/scim2'],
+      },
+    });
+    const listed = await run(['apps', 'list', '--data-dir', dataDir]);
+    expect(listed.output).toContain('https://idp.test/scim2');
+  });
+
   it('rotates the signing key of an existing IdP', async () => {
     const dataDir = tempDir();
     openIdpData(dataDir).close();

@@ -15,6 +15,12 @@ import { ReadCache } from '../store/read-cache.js';
 import { signRs256 } from './jws.js';
 import { TokensAhead } from './tokens-ahead.js';
 
+/**
+ * RFC 8693 §4.1 `act`: the party acting for the subject; an `act` inside it is the actor it
+ * acted for in turn (the current actor outermost).
+ */
+export type ActorClaim = { sub: string; act?: ActorClaim };
+
 export type AccessTokenClaims = JWTPayload & {
   sub: string;
   client_id: string;
@@ -22,6 +28,7 @@ export type AccessTokenClaims = JWTPayload & {
   jti: string;
   exp: number;
   iat: number;
+  act?: ActorClaim;
 };
 
 export type TokenServiceOptions = {
@@ -46,6 +53,10 @@ export type TokenRequest = {
   scopes: string[];
   /** `aud` (RFC 8707 resources the token is for); the client id is always included. */
   audiences?: readonly string[];
+  /** RFC 8693 §4.1: who acts for the subject (exchanged tokens). */
+  actor?: ActorClaim;
+  /** The token expires at this NumericDate at the latest (an exchanged token's subject's `exp`). */
+  notAfter?: number;
 };
 
 export type IssuedToken = { token: string; expiresIn: number; claims: AccessTokenClaims };
@@ -121,6 +132,7 @@ export class TokenService {
   /** The claims of a token for `input` issued now, with a fresh `jti`. */
   private claimsFor(input: TokenRequest): AccessTokenClaims {
     const iat = this.now();
+    const exp = iat + this.options.accessTokenTtlSeconds;
     return {
       iss: this.options.issuer,
       aud: input.audiences?.length ? [input.clientId, ...input.audiences] : input.clientId,
@@ -129,8 +141,9 @@ export class TokenService {
       scope: input.scopes.join(' '),
       iat,
       nbf: iat,
-      exp: iat + this.options.accessTokenTtlSeconds,
+      exp: input.notAfter === undefined ? exp : Math.min(exp, input.notAfter),
       jti: randomUUID(),
+      ...(input.actor ? { act: input.actor } : {}),
     };
   }
 
@@ -144,7 +157,7 @@ export class TokenService {
     const claims = this.claimsFor(input);
     const token = await signRs256({ alg: 'RS256', kid, typ: 'at+jwt' }, claims, key, onEventLoop);
     this.remember(token);
-    return { token, expiresIn: this.options.accessTokenTtlSeconds, claims };
+    return { token, expiresIn: claims.exp - claims.iat, claims };
   }
 
   /** Whether `issued` is what `claimsFor` would give now, but for its `jti`. */

@@ -87,6 +87,7 @@ export async function applyBootstrap(
       grantTypes: app.grantTypes ?? ['client_credentials'],
       scopes: scopesOf(app.scopes),
       redirectUris: app.redirectUris ?? [],
+      ...(app.tokenExchange ? { tokenExchange: app.tokenExchange } : {}),
     };
     try {
       const existing = app.clientId

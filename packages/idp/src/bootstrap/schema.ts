@@ -1,5 +1,6 @@
 import { compileSchema, keyPath, type SchemaIssue, stringEnum } from '@mcp-identity/common';
 import { type Static, Type } from '@sinclair/typebox';
+import { GRANT_TYPES } from '../store/apps.js';
 
 const NAME = Type.String({ minLength: 1 });
 const NAMES = Type.Array(NAME);
@@ -24,11 +25,16 @@ const BOOTSTRAP_SCHEMA = Type.Partial(
             clientId: Type.Optional(NAME),
             /** Omitted: generated at creation and reported once in the result. */
             clientSecret: Type.Optional(NAME),
-            grantTypes: Type.Optional(
-              Type.Array(stringEnum(['client_credentials', 'authorization_code', 'refresh_token'])),
-            ),
+            grantTypes: Type.Optional(Type.Array(stringEnum([...GRANT_TYPES]))),
             scopes: Type.Optional(SCOPES),
             redirectUris: Type.Optional(NAMES),
+            /**
+             * RFC 8693 (with the token-exchange grant): `subjectAudiences` are the `aud` values
+             * of the tokens it may exchange, `resources` the audiences it may exchange them for.
+             */
+            tokenExchange: Type.Optional(
+              Type.Object({ subjectAudiences: NAMES, resources: NAMES }, closed),
+            ),
           },
           closed,
         ),

@@ -30,7 +30,24 @@ function newClientId(): string {
   return id;
 }
 
-export type GrantType = 'client_credentials' | 'authorization_code' | 'refresh_token';
+/** RFC 8693 §2.1: the grant type of a token-exchange request. */
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+
+export type GrantType =
+  | 'client_credentials'
+  | 'authorization_code'
+  | 'refresh_token'
+  | typeof TOKEN_EXCHANGE_GRANT;
+
+/**
+ * What an application holding the token-exchange grant may exchange (RFC 8693), as WSO2 IS
+ * configures it per application: tokens issued for one of `subjectAudiences` (an `aud` value
+ * of the subject token), for a token whose audience is one of `resources` (RFC 8707).
+ */
+export type TokenExchangePolicy = {
+  subjectAudiences: string[];
+  resources: string[];
+};
 
 export type Application = {
   clientId: string;
@@ -44,6 +61,8 @@ export type Application = {
   used: boolean;
   confidential: boolean;
   createdAt: number;
+  /** Set when the application may exchange tokens (its grant types hold TOKEN_EXCHANGE_GRANT). */
+  tokenExchange?: TokenExchangePolicy;
 };
 
 export type CreateApplicationInput = {
@@ -53,6 +72,7 @@ export type CreateApplicationInput = {
   grantTypes?: GrantType[];
   scopes?: string[];
   redirectUris?: string[];
+  tokenExchange?: TokenExchangePolicy;
   /** A public client has no secret and authenticates with PKCE only. */
   public?: boolean;
   dynamic?: boolean;
@@ -70,6 +90,7 @@ type AppRow = {
   dynamic: number;
   used_at: number | null;
   created_at: number;
+  token_exchange: string | null;
 };
 
 /** The grant types an application may hold. */
@@ -77,6 +98,7 @@ export const GRANT_TYPES: readonly GrantType[] = [
   'client_credentials',
   'authorization_code',
   'refresh_token',
+  TOKEN_EXCHANGE_GRANT,
 ];
 
 export class AppError extends McpIdentityError {
@@ -91,18 +113,59 @@ function checkRedirectUris(uris: readonly string[] | undefined): void {
   }
 }
 
+/**
+ * A token-exchange policy names absolute URIs (RFC 8693 §2.1: `resource` is an absolute URI;
+ * `aud` values of our tokens are resource identifiers), and only an application that holds the
+ * grant and can authenticate has one: the grant is for confidential clients (RFC 8693 §2.1).
+ */
+function checkTokenExchange(
+  grantTypes: readonly GrantType[],
+  policy: TokenExchangePolicy | undefined,
+  confidential: boolean,
+): void {
+  const exchanges = grantTypes.includes(TOKEN_EXCHANGE_GRANT);
+  if (policy && !exchanges) {
+    throw new AppError(`tokenExchange needs the ${TOKEN_EXCHANGE_GRANT} grant type`);
+  }
+  if (exchanges && !confidential) {
+    throw new AppError('Only a confidential application may use the token-exchange grant');
+  }
+  for (const uri of [...(policy?.subjectAudiences ?? []), ...(policy?.resources ?? [])]) {
+    if (!URL.canParse(uri) || uri.includes('#')) {
+      throw new AppError(`tokenExchange: not an absolute URI without a fragment: ${uri}`);
+    }
+  }
+}
+
+const storedPolicy = (policy: TokenExchangePolicy | undefined): string | null =>
+  policy
+    ? JSON.stringify({
+        subjectAudiences: [...new Set(policy.subjectAudiences)],
+        resources: [...new Set(policy.resources)],
+      })
+    : null;
+
 // Frozen: one object may be handed to many requests (see `AppStore.rows`).
 function toApplication(row: AppRow): Application {
+  const grantTypes = JSON.parse(row.grant_types) as GrantType[];
+  const policy =
+    row.token_exchange === null
+      ? undefined
+      : (JSON.parse(row.token_exchange) as TokenExchangePolicy);
   return Object.freeze({
     clientId: row.client_id,
     name: row.name,
-    grantTypes: Object.freeze(JSON.parse(row.grant_types)) as GrantType[],
+    grantTypes: Object.freeze(grantTypes) as GrantType[],
     scopes: Object.freeze(JSON.parse(row.scopes)) as string[],
     redirectUris: Object.freeze(JSON.parse(row.redirect_uris)) as string[],
     dynamic: row.dynamic === 1,
     used: row.used_at !== null,
     confidential: row.secret_hash !== null,
     createdAt: row.created_at,
+    // An application given the grant without a policy may exchange nothing yet.
+    ...(grantTypes.includes(TOKEN_EXCHANGE_GRANT)
+      ? { tokenExchange: Object.freeze(policy ?? { subjectAudiences: [], resources: [] }) }
+      : {}),
   });
 }
 
@@ -152,14 +215,15 @@ export class AppStore {
     }
     if (!input.name.trim()) throw new AppError('Application name is required');
     checkRedirectUris(input.redirectUris);
+    checkTokenExchange(grantTypes, input.tokenExchange, !input.public);
     const clientId = input.clientId ?? newClientId();
     if (this.get(clientId)) throw new AppError(`Application with client id ${clientId} exists`);
     const clientSecret = input.public ? undefined : (input.clientSecret ?? randomToken(32));
     const secretHash = clientSecret === undefined ? null : await hashSecret(clientSecret);
     statement(
       this.db,
-      `INSERT INTO apps (client_id, name, secret_hash, grant_types, scopes, redirect_uris, dynamic, created_at, registered_from)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO apps (client_id, name, secret_hash, grant_types, scopes, redirect_uris, dynamic, created_at, registered_from, token_exchange)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       clientId,
       input.name,
@@ -170,6 +234,7 @@ export class AppStore {
       input.dynamic ? 1 : 0,
       epochSeconds(this.clock),
       input.registeredFrom ?? null,
+      storedPolicy(input.tokenExchange),
     );
     const app = this.get(clientId)!;
     return clientSecret === undefined ? { app } : { app, clientSecret };
@@ -256,22 +321,36 @@ export class AppStore {
     return statement(this.db, 'DELETE FROM apps WHERE client_id = ?').run(clientId).changes > 0;
   }
 
-  /** Updates the scopes, grant types and redirect URIs of an existing application. */
+  /**
+   * Updates the scopes, grant types, redirect URIs and token-exchange policy of an existing
+   * application; `tokenExchange` omitted keeps the stored one while the grant is kept.
+   */
   update(
     clientId: string,
-    input: Pick<CreateApplicationInput, 'grantTypes' | 'scopes' | 'redirectUris' | 'name'>,
+    input: Partial<
+      Pick<
+        CreateApplicationInput,
+        'grantTypes' | 'scopes' | 'redirectUris' | 'name' | 'tokenExchange'
+      >
+    >,
   ): void {
     const app = this.get(clientId);
     if (!app) throw new AppError(`No application with client id ${clientId}`);
     checkRedirectUris(input.redirectUris);
+    const grantTypes = input.grantTypes ?? app.grantTypes;
+    const policy = grantTypes.includes(TOKEN_EXCHANGE_GRANT)
+      ? (input.tokenExchange ?? app.tokenExchange)
+      : input.tokenExchange;
+    checkTokenExchange(grantTypes, policy, app.confidential);
     statement(
       this.db,
-      'UPDATE apps SET name = ?, grant_types = ?, scopes = ?, redirect_uris = ? WHERE client_id = ?',
+      'UPDATE apps SET name = ?, grant_types = ?, scopes = ?, redirect_uris = ?, token_exchange = ? WHERE client_id = ?',
     ).run(
       input.name ?? app.name,
-      JSON.stringify(input.grantTypes ?? app.grantTypes),
+      JSON.stringify(grantTypes),
       JSON.stringify(input.scopes ?? app.scopes),
       JSON.stringify(input.redirectUris ?? app.redirectUris),
+      storedPolicy(policy),
       clientId,
     );
   }

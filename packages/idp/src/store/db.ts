@@ -150,6 +150,8 @@ const ADDED_COLUMNS: readonly [string, string, string, string?][] = [
        OR client_id IN (SELECT client_id FROM auth_codes WHERE redeemed = 1))`,
   ],
   ['login_transactions', 'network', "TEXT NOT NULL DEFAULT ''"],
+  // RFC 8693: what an application holding the token-exchange grant may exchange (JSON).
+  ['apps', 'token_exchange', 'TEXT'],
   ['login_transactions', 'client_id', "TEXT NOT NULL DEFAULT ''"],
 ];
 

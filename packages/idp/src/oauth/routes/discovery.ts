@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { TOKEN_EXCHANGE_GRANT } from '../../store/apps.js';
 import type { OAuthRouteOptions } from './options.js';
 
 /** RFC 8414 authorization server metadata, also at the path WSO2 derives from its token issuer. */
@@ -15,7 +16,12 @@ export function registerDiscoveryRoutes(app: FastifyInstance, options: OAuthRout
       revocation_endpoint: `${base}/oauth2/revoke`,
       introspection_endpoint: `${base}/oauth2/introspect`,
       response_types_supported: ['code'],
-      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+      grant_types_supported: [
+        'authorization_code',
+        'refresh_token',
+        'client_credentials',
+        TOKEN_EXCHANGE_GRANT,
+      ],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       revocation_endpoint_auth_methods_supported: [
         'client_secret_basic',

@@ -46,4 +46,29 @@ export const failure = {
     new OAuthError('invalid_target', 'The resource is unknown or not available to this client'),
   resourceDiffers: () =>
     new OAuthError('invalid_target', 'The resource differs from the authorized one'),
+  // RFC 8693 token exchange.
+  missingParameter: (name: string) =>
+    new OAuthError('invalid_request', `Missing ${name} parameter`),
+  repeatedParameter: (name: string) =>
+    new OAuthError('invalid_request', `The ${name} parameter must be given once`),
+  unsupportedParameter: (name: string) =>
+    new OAuthError('invalid_request', `The ${name} parameter is not supported`),
+  unsupportedTokenType: (name: string) =>
+    new OAuthError('invalid_request', `Unsupported ${name}: only access tokens are exchanged`),
+  invalidSubjectToken: () =>
+    new OAuthError(
+      'invalid_grant',
+      'The subject token is invalid, expired or revoked, or its user is no longer active',
+    ),
+  applicationSubjectToken: () =>
+    new OAuthError('invalid_grant', 'The subject token was issued to an application, not a user'),
+  foreignSubjectAudience: () =>
+    new OAuthError(
+      'invalid_grant',
+      'The subject token is not for an audience this client may exchange',
+    ),
+  exchangeTargetRefused: () =>
+    new OAuthError('invalid_target', 'This client may not exchange tokens for the resource'),
+  unknownScope: (scopes: readonly string[]) =>
+    new OAuthError('invalid_scope', `Unknown scope: ${scopes.join(' ')}`),
 } as const;

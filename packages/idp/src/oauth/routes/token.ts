@@ -1,19 +1,23 @@
 import { verifyS256 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isActiveUser } from '../../auth/subjects.js';
-import type { Application } from '../../store/apps.js';
+import { type Application, TOKEN_EXCHANGE_GRANT } from '../../store/apps.js';
 import type { ApiResource } from '../../store/resources.js';
 import { authenticateClient } from './client-auth.js';
 import { failure } from './failures.js';
 import type { OAuthRouteOptions } from './options.js';
 import { readForm } from './request.js';
 import { intersect, narrowToUser, resolveResource, splitScope } from './scopes.js';
+import { exchangeToken } from './token-exchange.js';
 
 type Grant = 'client_credentials' | 'authorization_code' | 'refresh_token';
 
-/** RFC 6749 §3.2 token endpoint: client credentials, authorization code (RFC 7636), refresh. */
+/**
+ * RFC 6749 §3.2 token endpoint: client credentials, authorization code (RFC 7636), refresh, and
+ * token exchange (RFC 8693, its own file).
+ */
 export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOptions): void {
-  const { apps, clients, tokens, grants, users, roles, resources } = options;
+  const { apps, clients, tokens, grants, users, roles, resources, knownScopes } = options;
 
   app.post('/oauth2/token', async (request, reply) => {
     const form = readForm(request);
@@ -29,6 +33,9 @@ export function registerTokenRoute(app: FastifyInstance, options: OAuthRouteOpti
         break;
       case 'refresh_token':
         response = await refresh(request, client, form);
+        break;
+      case TOKEN_EXCHANGE_GRANT:
+        response = await exchangeToken({ tokens, roles, knownScopes }, client, form);
         break;
       case null:
         throw failure.missingGrantType();
