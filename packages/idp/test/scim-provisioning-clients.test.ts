@@ -67,7 +67,7 @@ describe('SCIM provisioning clients (Entra ID, Okta)', async () => {
       ]);
       expect(added.status).toBe(200);
       expect(added.body.members).toEqual([
-        { value: dee, display: 'dee', $ref: `${idp.url}/scim2/Users/${dee}` },
+        { value: dee, display: 'dee', $ref: `${idp.url}/scim2/Users/${dee}`, type: 'User' },
       ]);
     });
 

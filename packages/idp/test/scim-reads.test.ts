@@ -27,6 +27,48 @@ describe('SCIM reads: projections, pagination, discovery, Roles v1', async () =>
   const groupId = group.body.id as string;
 
   describe('attributes and excludedAttributes', () => {
+    it('attributes with a value filter keep only the matching entries (RFC 7644 §3.10)', async () => {
+      const user = await idp.scim('POST', '/Users', {
+        body: userBody('vfilter', {
+          emails: [
+            { value: 'home@example.com', type: 'home' },
+            { value: 'work@example.com', type: 'work', primary: true },
+          ],
+        }),
+      });
+      const id = user.body.id as string;
+      const entries = await idp.scim(
+        'GET',
+        `/Users/${id}?attributes=${encodeURIComponent('emails[type eq "work"]')}`,
+      );
+      expect(entries.body).toEqual({
+        schemas: expect.any(Array),
+        id,
+        emails: [{ value: 'work@example.com', type: 'work', primary: true }],
+      });
+      const values = await idp.scim('POST', '/Users/.search', {
+        body: {
+          schemas: [SEARCH],
+          filter: 'userName eq "vfilter"',
+          attributes: ['emails[TYPE eq "work"].value', 'userName'],
+        },
+      });
+      expect(values.body.Resources).toEqual([
+        {
+          schemas: expect.any(Array),
+          id,
+          userName: 'vfilter',
+          emails: [{ value: 'work@example.com' }],
+        },
+      ]);
+      const none = await idp.scim(
+        'GET',
+        `/Users/${id}?attributes=${encodeURIComponent('emails[type eq "other"]')}`,
+      );
+      expect(none.body).toEqual({ schemas: expect.any(Array), id });
+      expect((await idp.scim('DELETE', `/Users/${id}`)).status).toBe(204);
+    });
+
     it('GET /Users/{id}?attributes keeps only those, plus id and schemas', async () => {
       const response = await idp.scim(
         'GET',

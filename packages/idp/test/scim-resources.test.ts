@@ -58,12 +58,20 @@ describe('SCIM groups, roles, bulk, agents and discovery', async () => {
           body: { schemas: [PATCH_OP], Operations: operations },
         });
 
-      const mismatch = await patch([
-        { op: 'add', path: 'members', value: [{ value: alice, display: 'bob' }] },
+      // A member's display is readOnly (RFC 7643 §4.2): accepted and replaced by the userName.
+      const otherDisplay = await patch([
+        { op: 'add', path: 'members', value: [{ value: alice, display: 'Alice Smith' }] },
       ]);
-      expect(mismatch.status).toBe(400);
-      expect(mismatch.body.detail).toBe(
-        `Provided SCIM user Id: ${alice} doesn't match with the userID obtained from user-store for the provided username.`,
+      expect(otherDisplay.status).toBe(200);
+      expect(otherDisplay.body.members).toEqual([
+        { value: alice, display: 'alice', $ref: `${idp.url}/scim2/Users/${alice}`, type: 'User' },
+      ]);
+      const unknownUser = await patch([
+        { op: 'add', path: 'members', value: [{ value: 'no-such-user', display: 'bob' }] },
+      ]);
+      expect(unknownUser.status).toBe(400);
+      expect(unknownUser.body.detail).toBe(
+        "Provided SCIM user Id: no-such-user doesn't match with the userID obtained from user-store for the provided username.",
       );
       const added = await patch([
         {

@@ -30,11 +30,12 @@ describe('SCIM /scim2/Users contract', async () => {
     expect(read.body.userName).toBe('alice');
   });
 
-  it('refuses a duplicate userName with 409 and no scimType, case-insensitively', async () => {
+  it('refuses a duplicate userName with 409 uniqueness, case-insensitively', async () => {
     const response = await idp.scim('POST', '/Users', { body: userBody('ALICE') });
     expect(response.status).toBe(409);
     expect(response.body).toEqual({
       schemas: [ERROR],
+      scimType: 'uniqueness',
       detail: 'User with the name: ALICE already exists in the system.',
       status: '409',
     });
@@ -261,6 +262,6 @@ describe('SCIM /scim2/Users contract', async () => {
       "Attribute 'schemas' is missing or is not a valid JSON array.",
     );
     const two = await idp.scim('POST', '/Users/.search', { body: { schemas: ['a', 'b'] } });
-    expect(two.body.detail).toBe('Schema is invalid');
+    expect(two.body).toMatchObject({ detail: 'Schema is invalid', scimType: 'invalidValue' });
   });
 });

@@ -34,7 +34,7 @@ describe('scope matrix (WSO2 resource-access-control-v2.xml)', async () => {
   const newAgent = async () =>
     (
       await idp.scim('POST', '/Agents', {
-        body: { 'urn:scim:wso2:agent:schema': { DisplayName: 'A' } },
+        body: { 'urn:scim:wso2:agent:schema': { DisplayName: 'A', Owner: 'owner' } },
       })
     ).body.id as string;
 
@@ -190,7 +190,7 @@ describe('scope matrix (WSO2 resource-access-control-v2.xml)', async () => {
     {
       method: 'POST',
       path: async () => '/Agents',
-      body: () => ({ 'urn:scim:wso2:agent:schema': { DisplayName: 'x' } }),
+      body: () => ({ 'urn:scim:wso2:agent:schema': { DisplayName: 'x', Owner: 'owner' } }),
       scope: 'internal_agent_mgt_create',
       ok: 201,
     },

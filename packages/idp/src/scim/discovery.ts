@@ -88,32 +88,84 @@ export function resourceType(locations: Locations, id: string): JsonObject | und
   return resourceTypeDefinitions(locations).find((t) => t.id === id);
 }
 
-const SUB_ATTRIBUTE_TYPES: Record<string, string> = { primary: 'boolean', $ref: 'reference' };
+/** An attribute definition's characteristics (RFC 7643 §7) that differ from the defaults. */
+type Characteristics = {
+  type?: 'reference';
+  referenceTypes?: string[];
+  required?: boolean;
+  caseExact?: boolean;
+  mutability?: 'readOnly' | 'immutable' | 'writeOnly';
+  returned?: 'always' | 'never';
+  uniqueness?: 'server';
+};
 
-function describe(specs: readonly AttributeSpec[]): JsonObject[] {
+/**
+ * Characteristics shared by every schema, by attribute name or `attribute.sub`. Every
+ * reference names its `referenceTypes` (RFC 7643 §2.3.7; model-building clients refuse a
+ * reference without them); roles are `uri` because Role is not an advertised resource type.
+ * A member's `display` is readOnly: the IdP replaces it with the referenced user's name.
+ */
+const CHARACTERISTICS: Record<string, Characteristics> = {
+  id: { caseExact: true, mutability: 'readOnly', returned: 'always', uniqueness: 'server' },
+  externalId: { caseExact: true },
+  userName: { required: true, uniqueness: 'server' },
+  password: { mutability: 'writeOnly', returned: 'never' },
+  profileUrl: { type: 'reference', referenceTypes: ['external'] },
+  'photos.value': { type: 'reference', referenceTypes: ['external'] },
+  'groups.$ref': { referenceTypes: ['Group'] },
+  'roles.$ref': { referenceTypes: ['uri'] },
+  'users.$ref': { referenceTypes: ['User'] },
+  'manager.$ref': { referenceTypes: ['User'] },
+  'manager.displayName': { mutability: 'readOnly' },
+  'members.value': { mutability: 'immutable' },
+  'members.$ref': { referenceTypes: ['User', 'Group'], mutability: 'immutable' },
+  'members.type': { mutability: 'immutable' },
+  'members.display': { mutability: 'readOnly' },
+};
+
+/** One attribute definition with every characteristic RFC 7643 §7 lists spelled out. */
+function definition(
+  name: string,
+  type: string,
+  multiValued: boolean,
+  characteristics: Characteristics,
+): JsonObject {
+  const { referenceTypes, ...rest } = { type, ...characteristics };
+  return {
+    name,
+    type: rest.type,
+    multiValued,
+    required: rest.required === true,
+    caseExact: rest.caseExact === true,
+    mutability: rest.mutability ?? 'readWrite',
+    returned: rest.returned ?? 'default',
+    uniqueness: rest.uniqueness ?? 'none',
+    ...(referenceTypes ? { referenceTypes } : {}),
+  };
+}
+
+function describe(
+  specs: readonly AttributeSpec[],
+  overrides: Record<string, Characteristics> = {},
+): JsonObject[] {
   return specs
     .filter((s) => s.name !== 'meta')
     .map((s) => ({
-      name: s.name,
-      type: s.type,
-      multiValued: s.multiValued === true,
-      required: s.name === 'userName' || (s.name === 'displayName' && specs === GROUP_ATTRIBUTES),
-      caseExact: s.name === 'id',
-      mutability: s.readOnly ? 'readOnly' : s.name === 'password' ? 'writeOnly' : 'readWrite',
-      returned: s.name === 'password' ? 'never' : s.name === 'id' ? 'always' : 'default',
-      uniqueness: s.name === 'userName' || s.name === 'id' ? 'server' : 'none',
+      ...definition(s.name, s.type, s.multiValued === true, {
+        ...(s.readOnly ? { mutability: 'readOnly' } : {}),
+        ...(s.required ? { required: true } : {}),
+        ...CHARACTERISTICS[s.name],
+        ...overrides[s.name],
+      }),
       ...(s.subAttributes
         ? {
-            subAttributes: s.subAttributes.map((name) => ({
-              name,
-              type: SUB_ATTRIBUTE_TYPES[name] ?? 'string',
-              multiValued: false,
-              required: false,
-              caseExact: false,
-              mutability: s.readOnly ? 'readOnly' : 'readWrite',
-              returned: 'default',
-              uniqueness: 'none',
-            })),
+            subAttributes: s.subAttributes.map((sub) =>
+              definition(sub, sub === 'primary' ? 'boolean' : 'string', false, {
+                ...(sub === '$ref' ? { type: 'reference', caseExact: true } : {}),
+                ...(s.readOnly ? { mutability: 'readOnly' } : {}),
+                ...CHARACTERISTICS[`${s.name}.${sub}`],
+              }),
+            ),
           }
         : {}),
     }));
@@ -179,7 +231,9 @@ function schemaDefinitions(
       id: GROUP_SCHEMA,
       name: 'Group',
       description: 'Group',
-      attributes: describe(GROUP_ATTRIBUTES),
+      attributes: describe(GROUP_ATTRIBUTES, {
+        displayName: { required: true, uniqueness: 'server' },
+      }),
     },
     { id: ROLE_SCHEMA, name: 'Role', description: 'Role', attributes: describe(ROLE_ATTRIBUTES) },
   ];

@@ -39,5 +39,6 @@ export const badRequest = (detail: string, scimType = 'invalidValue') =>
   new ScimError(400, detail, scimType);
 export const invalidSyntax = (detail: string) => new ScimError(400, detail, 'invalidSyntax');
 export const notFound = (detail: string) => new ScimError(404, detail);
-export const conflict = (detail: string) => new ScimError(409, detail);
+/** RFC 7644 §3.12: a 409 for a taken unique value says `uniqueness` (WSO2 omits it). */
+export const conflict = (detail: string) => new ScimError(409, detail, 'uniqueness');
 export const forbidden = () => new ScimError(403, FORBIDDEN_DETAIL);

@@ -201,19 +201,15 @@ export class GroupStore {
     statement(this.db, 'UPDATE groups_ SET external_id = ? WHERE id = ?').run(externalId, groupId);
   }
 
-  private addMembers(groupId: string, members: { value: string; display?: string }[]): void {
-    const lookup = statement(this.db, 'SELECT id, user_name FROM users WHERE id = ?');
+  private addMembers(groupId: string, members: readonly { value: string }[]): void {
+    const lookup = statement(this.db, 'SELECT id FROM users WHERE id = ?');
     const insert = statement(
       this.db,
       'INSERT OR IGNORE INTO group_members (group_id, user_id) VALUES (?, ?)',
     );
     for (const member of members) {
-      const user = lookup.get(member.value) as { id: string; user_name: string } | undefined;
-      const mismatch =
-        member.display !== undefined &&
-        user !== undefined &&
-        user.user_name.toLowerCase() !== member.display.toLowerCase();
-      if (!user || mismatch) {
+      const user = lookup.get(member.value) as { id: string } | undefined;
+      if (!user) {
         throw badRequest(
           `Provided SCIM user Id: ${member.value} doesn't match with the userID obtained from user-store for the provided username.`,
         );
@@ -259,20 +255,18 @@ function checkName(value: unknown): string {
 }
 
 /**
- * Members of an add/replace: a JSON array of `{value, display?}`. A `display` given must be
- * the user's name (WSO2 re-checks it); a missing one is filled in from the user.
+ * Members of an add/replace: a JSON array of `{value, ...}`. Only `value` is read: `display`,
+ * `type` and `$ref` are readOnly or immutable (RFC 7643 §4.2, our /Schemas) and so ignored in a
+ * request (RFC 7643 §2.2); responses give the referenced user's name, type and location.
  */
-function readMembers(value: unknown): { value: string; display?: string }[] {
+function readMembers(value: unknown): { value: string }[] {
   if (!Array.isArray(value)) throw invalidSyntax('Members must be a JSON array.');
   return value.map((m) => {
     if (!isJsonObject(m)) throw invalidSyntax('Each member must be a JSON object.');
     if (typeof m.value !== 'string' || !m.value) {
       throw badRequest('The value of a member cannot be empty.');
     }
-    if (m.display !== undefined && typeof m.display !== 'string') {
-      throw invalidSyntax('The display of a member must be a string.');
-    }
-    return m.display === undefined ? { value: m.value } : { value: m.value, display: m.display };
+    return { value: m.value };
   });
 }
 

@@ -1,5 +1,11 @@
 import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { badRequest } from './errors.js';
+import {
+  entryMatches,
+  parseFilter,
+  UNKNOWN_FILTER_ATTRIBUTE,
+  valueFilterPolicy,
+} from './filter.js';
 
 /** `attributes` / `excludedAttributes` of a request (RFC 7644 §3.4.2.5, §3.9). */
 export type Projection = { attributes?: string[]; excludedAttributes?: string[] };
@@ -103,6 +109,41 @@ function drop(value: unknown, sub: string): unknown {
   return isJsonObject(value) ? without(value) : value;
 }
 
+/** `emails[type eq "work"]` or `emails[type eq "work"].value`: a value filter (RFC 7644 §3.10). */
+const VALUE_PATH = /^([^[\]]+)\[(.+)\](?:\.([^.[\]]+))?$/s;
+
+/** The entries of a multi-valued attribute a value filter selects, optionally one sub-attribute. */
+function selectEntries(value: unknown, filter: string, sub: string | undefined): unknown {
+  if (!Array.isArray(value)) return undefined;
+  const entries = value.filter(isJsonObject);
+  // Sub-attribute names match in any case; rendered entries carry the schema's case.
+  const keyOf = (name: string) =>
+    entries.flatMap(Object.keys).find((k) => k.toLowerCase() === name.toLowerCase()) ?? name;
+  const tree = parseFilter(
+    filter,
+    valueFilterPolicy((name) => `entry.${keyOf(name)}`, UNKNOWN_FILTER_ATTRIBUTE),
+  );
+  const selected = entries.filter((e) => entryMatches(tree, 'entry', e));
+  if (selected.length === 0) return undefined;
+  return sub === undefined ? selected : pick(selected, sub);
+}
+
+/** The part of `resource` that one `attributes` name asks for, as `{key: value}`, if any. */
+function requested(resource: JsonObject, name: string): JsonObject | undefined {
+  const valuePath = VALUE_PATH.exec(name);
+  const found = locate(resource, valuePath ? valuePath[1]! : name);
+  if (!found) return undefined;
+  const [key, sub] = found;
+  // Value filters apply to the multi-valued attributes, all of them top-level core ones.
+  if (valuePath && sub !== undefined) return undefined;
+  const value = valuePath
+    ? selectEntries(resource[key], valuePath[2]!, valuePath[3])
+    : sub === undefined
+      ? resource[key]
+      : pick(resource[key], sub);
+  return value === undefined ? undefined : { [key]: value };
+}
+
 /** Applies a projection to one rendered resource; `id` and `schemas` always stay. */
 export function project(resource: JsonObject, projection: Projection): JsonObject {
   let out = resource;
@@ -112,11 +153,8 @@ export function project(resource: JsonObject, projection: Projection): JsonObjec
       if (ALWAYS.has(key)) kept[key] = resource[key];
     }
     for (const name of projection.attributes) {
-      const found = locate(resource, name);
-      if (!found) continue;
-      const [key, sub] = found;
-      const value = sub === undefined ? resource[key] : pick(resource[key], sub);
-      if (value !== undefined) kept = merge(kept, { [key]: value }) as JsonObject;
+      const part = requested(resource, name);
+      if (part) kept = merge(kept, part) as JsonObject;
     }
     out = kept;
   }

@@ -83,6 +83,8 @@ export function renderGroup(group: GroupRecord, locations: Locations): JsonObjec
             value: m.value,
             display: m.display,
             $ref: locations.user(m.kind === 'agent' ? 'agent' : 'user', m.value),
+            // Members are users (agents are users with the agent extension, RFC 7643 §4.2).
+            type: 'User',
           })),
         }
       : {}),

@@ -25,6 +25,7 @@ import { type AccessDecision, type AccessRule, decideAccess, findAccessRule } fr
 import { type Access, type ListQuery, type ScimResponse, ScimService } from './service.js';
 import { CORE_USER_ATTRIBUTES } from './user-schema.js';
 import type { UserKind } from './users.js';
+import { describeScimWrite, isScimWrite, logScimWrite, type ScimWrite } from './write-log.js';
 
 export type ScimRouteOptions = {
   service: ScimService;
@@ -32,9 +33,14 @@ export type ScimRouteOptions = {
   locations: Locations;
   /** What the token's subject holds now (a user's role permissions, an application's scopes). */
   heldScopes: (claims: AccessTokenClaims) => ReadonlySet<string>;
+  /** Called for every write once answered (the IdP counts them in /metrics). */
+  onWrite?: (write: ScimWrite) => void;
 };
 
 type RequestAccess = Access & { claims?: AccessTokenClaims };
+
+/** A collection with and without a trailing slash (`/Users/`, which some clients send). */
+const collectionPaths = (prefix: string) => [prefix, `${prefix}/`];
 
 // WSO2 (AbstractResource.isValidInputFormat) accepts these, with or without parameters.
 const ACCEPTED_INPUT = new Set([
@@ -46,7 +52,7 @@ const ACCEPTED_INPUT = new Set([
 
 /** Registers /scim2 (as a prefix plugin): the access valve, the resources and discovery. */
 export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions): Promise<void> {
-  const { service, tokens, locations, heldScopes } = options;
+  const { service, tokens, locations, heldScopes, onWrite } = options;
   const access = new WeakMap<FastifyRequest, RequestAccess>();
   app.addHook('onClose', async () => service.users.close());
 
@@ -73,6 +79,14 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
       },
       claims,
     });
+  });
+
+  // Every write, refused ones too, is recorded with who made it.
+  app.addHook('onResponse', async (request, reply) => {
+    if (!isScimWrite(request) || request.is404) return;
+    const write = describeScimWrite(request, reply, access.get(request)?.claims);
+    logScimWrite(request, write);
+    onWrite?.(write);
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -119,14 +133,16 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
 
   const userRoutes = (prefix: string, kind: UserKind) => {
     const search = (query: ListQuery) => service.listUsers(kind, query);
-    app.get(prefix, async (request, reply) =>
-      sendScim(reply, await list(listQuery(request), search)),
-    );
+    for (const path of collectionPaths(prefix)) {
+      app.get(path, async (request, reply) =>
+        sendScim(reply, await list(listQuery(request), search)),
+      );
+      app.post(path, async (request, reply) =>
+        sendScim(reply, await service.createUser(kind, readJson(request))),
+      );
+    }
     app.post(`${prefix}/.search`, async (request, reply) =>
       sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), search)),
-    );
-    app.post(prefix, async (request, reply) =>
-      sendScim(reply, await service.createUser(kind, readJson(request))),
     );
     app.get(`${prefix}/:id`, async (request, reply) =>
       sendScim(reply, projected(listQuery(request), service.getUser(kind, idOf(request)))),
@@ -141,18 +157,27 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
       sendScim(reply, service.deleteUser(kind, idOf(request))),
     );
   };
+  // Root search over Users and Groups; needs both list scopes (scopes.ts).
+  app.post('/.search', async (request, reply) =>
+    sendScim(
+      reply,
+      await list(ScimService.readSearchRequest(readJson(request)), (q) => service.searchAll(q)),
+    ),
+  );
   userRoutes('/Users', 'user');
   userRoutes('/Agents', 'agent');
 
   const searchGroups = (query: ListQuery) => service.listGroups(query);
-  app.get('/Groups', async (request, reply) =>
-    sendScim(reply, await list(listQuery(request), searchGroups)),
-  );
+  for (const path of collectionPaths('/Groups')) {
+    app.get(path, async (request, reply) =>
+      sendScim(reply, await list(listQuery(request), searchGroups)),
+    );
+    app.post(path, async (request, reply) =>
+      sendScim(reply, service.createGroup(readJson(request))),
+    );
+  }
   app.post('/Groups/.search', async (request, reply) =>
     sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), searchGroups)),
-  );
-  app.post('/Groups', async (request, reply) =>
-    sendScim(reply, service.createGroup(readJson(request))),
   );
   app.get('/Groups/:id', async (request, reply) =>
     sendScim(reply, projected(listQuery(request), service.getGroup(idOf(request)))),
@@ -270,6 +295,7 @@ export async function admitBearer(
   const token = bearerToken(request.headers.authorization);
   const claims = token ? await tokens.verify(token) : undefined;
   if (!claims) {
+    // Quoted, unlike WSO2's `realm=<host>`: RFC 7235 §2.2 allows senders only the quoted form.
     reply.header('www-authenticate', bearerChallenge({ realm: request.hostname }));
     valveError(reply, 401);
     return undefined;

@@ -65,6 +65,7 @@ const DISCOVERY_METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DE
  * that serves it, and so to that route's rule. A route without a rule is refused.
  */
 export const ACCESS_RULES: readonly AccessRule[] = [
+  rule(['POST'], '/scim2/.search', ['internal_user_mgt_list', 'internal_group_mgt_view']),
   rule(['GET'], '/scim2/Users', ['internal_user_mgt_list']),
   rule(['POST'], '/scim2/Users/.search', ['internal_user_mgt_list']),
   rule(['POST'], '/scim2/Users', ['internal_user_mgt_create']),
@@ -117,7 +118,9 @@ export const ACCESS_RULES: readonly AccessRule[] = [
 export function findAccessRule(method: string, route: string): AccessRule | undefined {
   // Fastify answers HEAD with the GET handler: same data, same rule.
   const asked = (method === 'HEAD' ? 'GET' : method) as Method;
-  return ACCESS_RULES.find((r) => r.route === route && r.methods.includes(asked));
+  // `/scim2/Users/` is the collection `/scim2/Users` (routes.ts registers both).
+  const collection = route.length > 1 ? route.replace(/\/$/, '') : route;
+  return ACCESS_RULES.find((r) => r.route === collection && r.methods.includes(asked));
 }
 
 /** Every scope the IdP knows about: what apps may be authorized for and roles may grant. */

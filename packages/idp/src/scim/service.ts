@@ -121,6 +121,30 @@ export class ScimService {
     };
   }
 
+  /**
+   * Root search (`POST /scim2/.search`, RFC 7644 §3.4.3): users, then groups, as one list paged
+   * across both. A filter naming an attribute one resource type lacks matches none of it.
+   */
+  async searchAll(query: ListQuery): Promise<ScimResponse> {
+    const page = readPage(query);
+    const users = await noneIfUnknownAttribute(() =>
+      this.listUsers('user', { ...query, startIndex: page.startIndex, count: page.count }),
+    );
+    const usersTotal = users ? Number(users.body!.totalResults) : 0;
+    const found = (users?.body?.Resources as JsonObject[] | undefined) ?? [];
+    const groups = await noneIfUnknownAttribute(() =>
+      this.listGroups({
+        ...query,
+        startIndex: Math.max(1, page.startIndex - usersTotal),
+        count: page.count - found.length,
+      }),
+    );
+    if (!users && !groups) throw UNKNOWN_FILTER_ATTRIBUTE();
+    const total = usersTotal + (groups ? Number(groups.body!.totalResults) : 0);
+    const resources = [...found, ...((groups?.body?.Resources as JsonObject[] | undefined) ?? [])];
+    return { status: 200, body: listResponse(total, page.startIndex, resources) };
+  }
+
   // Groups
 
   createGroup(body: unknown): ScimResponse {
@@ -234,7 +258,8 @@ export class ScimService {
         'invalidSyntax',
       );
     }
-    if (request.schemas.length !== 1) throw badRequest('Schema is invalid', 'invalidSyntax');
+    // WSO2 (charon's SearchRequest decoding) answers a wrong schemas count with invalidValue.
+    if (request.schemas.length !== 1) throw badRequest('Schema is invalid');
     return {
       filter: request.filter,
       startIndex: request.startIndex,
@@ -324,6 +349,20 @@ function readInteger(value: unknown, name: string): number | undefined {
  * RFC 7644 §3.4.2.4: a `startIndex` below 1 means 1, a negative `count` means 0; `count` is
  * capped at the advertised `maxResults`.
  */
+/** A search's answer, or undefined when its filter names an attribute the resource lacks. */
+async function noneIfUnknownAttribute(
+  run: () => ScimResponse | Promise<ScimResponse>,
+): Promise<ScimResponse | undefined> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof ScimError && error.detail === UNKNOWN_FILTER_ATTRIBUTE().detail) {
+      return undefined;
+    }
+    throw error;
+  }
+}
+
 function readPage(query: ListQuery): Page {
   const startIndex = Math.max(1, readInteger(query.startIndex, 'startIndex') ?? 1);
   const count = Math.min(

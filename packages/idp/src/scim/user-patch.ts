@@ -6,6 +6,7 @@ import {
   type EntrySelector,
   equalitySeed,
   mergeByType,
+  type ParsedPath,
   type PatchOperation,
   parsePath,
 } from './patch.js';
@@ -33,14 +34,14 @@ export function applyUserPatch(
 /** Applies one PATCH operation to a stored document; returns a new password if set. */
 function applyUserOperation(
   doc: JsonObject,
-  { op, path, value }: PatchOperation,
+  { op, path, value: given }: PatchOperation,
   schema: UserSchema,
 ): string | undefined {
+  const value = withoutSchemas(given);
   if (!path) {
     if (!isJsonObject(value)) throw badRequest('Value of a pathless operation must be an object.');
     let password: string | undefined;
     for (const [key, v] of Object.entries(value)) {
-      if (key.toLowerCase() === 'schemas') continue;
       const spec = schema.coreAttribute(key);
       if (!spec) {
         // Entra sends paths as keys: `name.givenName`, `urn:…:User:department`.
@@ -71,7 +72,7 @@ function applyUserOperation(
   const relative = path.toLowerCase().startsWith(corePrefix.toLowerCase())
     ? path.slice(corePrefix.length)
     : path;
-  const parsed = parsePath(relative, [...schema.extensions.keys()]);
+  const parsed = qualified(parsePath(relative, [...schema.extensions.keys()]), schema);
   let spec: AttributeSpec | undefined;
   let container = doc;
   if (parsed.urn) {
@@ -100,6 +101,24 @@ function applyUserOperation(
     spec.multiValued === true,
   );
   return undefined;
+}
+
+/**
+ * An unqualified path names a core attribute, else the extension attribute of that name (RFC
+ * 7644 §3.10: paths are relative to the resource's schemas), as in Entra's `path: "manager"`.
+ */
+function qualified(parsed: ParsedPath, schema: UserSchema): ParsedPath {
+  if (parsed.urn || schema.coreAttribute(parsed.attribute)) return parsed;
+  const urn = [...schema.extensions.keys()].find((u) =>
+    schema.extensionAttribute(u, parsed.attribute),
+  );
+  return urn ? { ...parsed, urn } : parsed;
+}
+
+/** A value object's `schemas` key only restates the resource's schemas; some clients send it. */
+function withoutSchemas(value: unknown): unknown {
+  if (!isJsonObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([k]) => k.toLowerCase() !== 'schemas'));
 }
 
 function subAttributeName(spec: AttributeSpec, sub: string): string {

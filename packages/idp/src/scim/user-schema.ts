@@ -15,6 +15,8 @@ export type AttributeSpec = {
   multiValued?: boolean;
   subAttributes?: readonly string[];
   readOnly?: boolean;
+  /** A create or replace without it is refused (advertised as `required` in /Schemas). */
+  required?: boolean;
 };
 
 const MULTI_SUB = ['value', 'display', 'type', 'primary'];
@@ -89,9 +91,10 @@ export const ENTERPRISE_ATTRIBUTES: readonly AttributeSpec[] = [
 ];
 
 export const AGENT_ATTRIBUTES: readonly AttributeSpec[] = [
-  { name: 'DisplayName', type: 'string' },
+  // WSO2's agent schema requires a display name and an owner.
+  { name: 'DisplayName', type: 'string', required: true },
   { name: 'Description', type: 'string' },
-  { name: 'Owner', type: 'string' },
+  { name: 'Owner', type: 'string', required: true },
   { name: 'IsUserServingAgent', type: 'boolean' },
   { name: 'agentDisplayName', type: 'string' },
   { name: 'agentDescription', type: 'string' },
@@ -283,6 +286,7 @@ function canonicalSubAttributes(spec: AttributeSpec, value: JsonObject, label: s
   if (!spec.subAttributes) return value;
   const out: JsonObject = {};
   for (const [key, v] of Object.entries(value)) {
+    if (v === null) continue; // RFC 7643 §2.5: no value, whatever the name.
     const name = spec.subAttributes.find((s) => s.toLowerCase() === key.toLowerCase());
     if (!name) throw badRequest(`No such attribute with the name : ${label}.${key}`);
     out[name] = v;

@@ -23,6 +23,7 @@ import type { PatchOperation } from './patch.js';
 import { type IdsAnswer, SearchWorker } from './search-worker.js';
 import { applyUserPatch } from './user-patch.js';
 import {
+  AGENT_ATTRIBUTES,
   AGENT_SCHEMA,
   CORE_USER,
   CUSTOM_USER,
@@ -119,9 +120,12 @@ export class UserStore {
 
   async create(kind: UserKind, body: unknown): Promise<{ row: JsonObject; password?: string }> {
     const { doc, password: given } = this.normalize(body, kind);
+    // RFC 7643 §4.1.1 leaves `active` to the provider; it is true unless the client says not.
+    doc.active ??= true;
     let password = given;
     if (kind === 'agent') {
       doc.userName = agentUserName(doc.userName);
+      assertAgentFields(doc);
       password ??= generatePassword();
     }
     checkPasswordPolicy(kind, password);
@@ -168,7 +172,11 @@ export class UserStore {
     const existing = this.getRow(kind, id);
     if (!existing) throw notFound(`No user with the id : ${id} in the user store.`);
     const { doc, password } = this.normalize(body, kind);
-    if (kind === 'agent') doc.userName = agentUserName(doc.userName ?? existing.userName);
+    doc.active ??= true;
+    if (kind === 'agent') {
+      doc.userName = agentUserName(doc.userName ?? existing.userName);
+      assertAgentFields(doc);
+    }
     this.assertUserNameUnchanged(existing, doc.userName);
     await this.write(kind, id, doc, password);
     return this.get(kind, id);
@@ -182,6 +190,7 @@ export class UserStore {
       const doc = documentOf(existing);
       const password = applyUserPatch(doc, operations, schema);
       const normalized = this.normalize(doc, kind);
+      if (kind === 'agent') assertAgentFields(normalized.doc);
       this.assertUserNameUnchanged(existing, normalized.doc.userName);
       return password === undefined ? normalized : { ...normalized, password };
     };
@@ -466,23 +475,25 @@ export class UserStore {
     let password: string | undefined;
     for (const [key, value] of Object.entries(body)) {
       if (READ_ONLY.has(key.toLowerCase())) continue;
+      // RFC 7643 §2.5: null is "no value", so even an attribute we do not know is no value.
+      if (value === null) continue;
       if (key.toLowerCase().startsWith('urn:')) {
         const urn = schema.extensionUrn(key);
         if (!urn) throw badRequest(`No such attribute with the name : ${key}`);
-        if (value === null) continue;
         if (!isJsonObject(value)) throw badRequest(`Attribute ${urn} must be a complex attribute.`);
         const ext: JsonObject = {};
         for (const [name, v] of Object.entries(value)) {
+          if (v === null) continue;
           const spec = schema.extensionAttribute(urn, name);
           if (!spec) throw badRequest(`No such attribute with the name : ${urn}:${name}`);
-          if (v !== null) ext[spec.name] = checkValue(spec, v, `${urn}:${spec.name}`);
+          ext[spec.name] = checkValue(spec, v, `${urn}:${spec.name}`);
         }
         if (Object.keys(ext).length > 0) doc[urn] = ext;
         continue;
       }
       const spec = schema.coreAttribute(key);
       if (!spec) throw badRequest(`No such attribute with the name : ${key}`);
-      if (spec.readOnly || value === null) continue;
+      if (spec.readOnly) continue;
       const checked = checkValue(spec, value, spec.name);
       if (spec.name === 'password') password = checked as string;
       else doc[spec.name] = checked;
@@ -644,6 +655,17 @@ function agentUserName(given: unknown): string {
     throw badRequest('Agent username cannot contain domain name or be null.');
   }
   return `AGENT/${name}`;
+}
+
+/** An agent has the agent schema's required attributes (WSO2: DisplayName and Owner). */
+function assertAgentFields(doc: JsonObject): void {
+  const agent = isJsonObject(doc[AGENT_SCHEMA]) ? doc[AGENT_SCHEMA] : {};
+  for (const { name } of AGENT_ATTRIBUTES.filter((a) => a.required)) {
+    const value = agent[name];
+    if (typeof value !== 'string' || !value.trim()) {
+      throw badRequest(`Required attribute ${AGENT_SCHEMA}:${name} is missing in the SCIM Object.`);
+    }
+  }
 }
 
 const PASSWORD_CLASSES = [
