@@ -35,6 +35,7 @@ export {
   type HttpAuth,
   MCP_PATH,
 } from './http/app.js';
+export { type DelegatedAuthOptions, delegatedAuthGuard } from './http/delegated-auth.js';
 export {
   HEADER_NAME_PATTERN,
   REQUIRED_HEADER_VALUE_ENV,
@@ -68,6 +69,7 @@ export {
 export {
   type CatalogLogger,
   createToolCatalog,
+  type Delegation,
   type ToolCatalog,
   type ToolCatalogOptions,
   type WorkflowRunner,

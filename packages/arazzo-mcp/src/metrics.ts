@@ -113,11 +113,11 @@ export function createArazzoMcpMetrics(options: {
       return {
         tools: catalog.tools,
         list: () => catalog.list(),
-        async call(name, args) {
+        async call(name, args, auth) {
           const one = series.get(name) ?? other;
           const started = performance.now();
           try {
-            const result = await catalog.call(name, args);
+            const result = await catalog.call(name, args, auth);
             (result.isError ? one.error : one.success).inc();
             return result;
           } catch (error) {

@@ -13,6 +13,7 @@ import {
   setUpBuiltinAuth,
 } from './auth/builtin-auth.js';
 import { createArazzoMcpApp } from './http/app.js';
+import { type DelegatedAuthOptions, delegatedAuthGuard } from './http/delegated-auth.js';
 import type { RequiredHeader } from './http/required-header.js';
 import { mcpServerFactory, type ServerInfo } from './mcp/server.js';
 import { createArazzoMcpMetrics, metricsTokenFromEnv } from './metrics.js';
@@ -71,6 +72,7 @@ export async function openArazzoMcp(options: ArazzoMcpOptions): Promise<OpenedAr
       paramDescriptions: options.paramDescriptions,
       resultFormat: options.resultFormat,
       httpErrorsAsToolErrors: options.httpErrorsAsToolErrors,
+      delegation: options.delegation,
       logger: options.logger,
     });
     return { loaded, catalog, close: () => runner.close() };
@@ -112,6 +114,11 @@ export interface ArazzoMcpHttpOptions extends ArazzoMcpOptions {
   requiredHeader?: RequiredHeader;
   /** Browser origins allowed on `/mcp` besides loopback and the public URL's (403 otherwise). */
   allowedOrigins?: readonly string[];
+  /**
+   * Delegated calls (off by default): every `/mcp` request needs a bearer token the identity
+   * provider issued for this server, and each tool call exchanges it for the API's tokens.
+   */
+  delegatedAuth?: DelegatedAuthOptions;
 }
 
 /** Area A's port in the `mcp-identity` stack (the command's own default stays 5000). */
@@ -121,7 +128,12 @@ export const AREA_A_PORT = 7000;
 export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise<RunningServer> {
   const logger =
     options.logger ?? createLogger({ name: 'arazzo-mcp', destination: batchedStdout() });
-  const opened = await openArazzoMcp({ ...options, logger });
+  const { delegatedAuth } = options;
+  const opened = await openArazzoMcp({
+    ...options,
+    logger,
+    ...(delegatedAuth && { delegation: { resource: delegatedAuth.resource } }),
+  });
   let auth: BuiltinAuth | undefined;
   try {
     if (options.builtinAuth) {
@@ -141,6 +153,7 @@ export async function startArazzoMcpHttp(options: ArazzoMcpHttpOptions): Promise
       serverInfo: options.serverInfo,
       auth,
       requiredHeader: options.requiredHeader,
+      mcpGuard: delegatedAuth && delegatedAuthGuard(delegatedAuth),
       allowedOrigins: options.allowedOrigins,
       ownOrigins: options.builtinAuth?.publicUrl ? [options.builtinAuth.publicUrl] : [],
       recordRequest: metrics.recordRequest,

@@ -22,8 +22,20 @@ export {
 export type { Applied, FailureKind, RunFailure } from './failure.js';
 export type { JsonSchema } from './json-schema.js';
 export type { LoadOptions } from './loader.js';
-export type { Runner, RunnerLogger, RunnerOptions, WorkflowResult } from './runner.js';
-export { envBase, envPrefix, type SchemeCredentials, sanitizeEnvName } from './security.js';
+export type {
+  Runner,
+  RunnerLogger,
+  RunnerOptions,
+  RunOptions,
+  WorkflowResult,
+} from './runner.js';
+export {
+  envBase,
+  envPrefix,
+  type OnBehalfOf,
+  type SchemeCredentials,
+  sanitizeEnvName,
+} from './security.js';
 export {
   decideTransition,
   type StepDecision,

@@ -29,7 +29,7 @@ import {
   resolveStepTarget,
 } from './model.js';
 import { buildRequest } from './request.js';
-import { RunCredentials, TokenCache } from './security.js';
+import { type OnBehalfOf, RunCredentials, TokenCache } from './security.js';
 import { serverBase } from './servers.js';
 import { decideTransition, type Transition } from './transition.js';
 import type { ActionObject, StepObject, WorkflowObject } from './types.js';
@@ -84,8 +84,18 @@ export type WorkflowResult =
       failure: RunFailure;
     };
 
+/** What one run may differ in besides its inputs. */
+export interface RunOptions {
+  /** Exchange this caller's token for the API's tokens instead of using the client's own. */
+  onBehalfOf?: OnBehalfOf;
+}
+
 export interface Runner {
-  run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult>;
+  run(
+    workflowId: string,
+    inputs: Record<string, unknown>,
+    options?: RunOptions,
+  ): Promise<WorkflowResult>;
   close(): Promise<void>;
 }
 
@@ -195,7 +205,11 @@ export class WorkflowRunner implements Runner {
     );
   }
 
-  async run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult> {
+  async run(
+    workflowId: string,
+    inputs: Record<string, unknown>,
+    options: RunOptions = {},
+  ): Promise<WorkflowResult> {
     const workflow = this.model.workflows.get(workflowId);
     if (!workflow) {
       return {
@@ -205,8 +219,12 @@ export class WorkflowRunner implements Runner {
       };
     }
     const state: RunState = {
-      credentials: new RunCredentials(this.http, this.env, this.tokenCache, (message) =>
-        this.warnOnce(message),
+      credentials: new RunCredentials(
+        this.http,
+        this.env,
+        this.tokenCache,
+        (message) => this.warnOnce(message),
+        options.onBehalfOf,
       ),
       changes: new RunChanges(),
       workflows: {},

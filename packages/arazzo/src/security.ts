@@ -131,6 +131,8 @@ interface RequiredScheme {
   env: string[];
   /** the OAuth2 client-credentials flow, when the scheme has one */
   flow: JsonObject | undefined;
+  /** the scopes the operation declares for it, in document order */
+  scopes: readonly string[];
   /** the scopes sorted, as the token cache keys them */
   scopeKey: string;
   /** the token request's form body */
@@ -155,6 +157,7 @@ const securityAlternatives = weakMemo((op: Operation): RequiredScheme[][] =>
         scheme,
         env: scheme ? schemeEnvNames(op.source, name, scheme) : [],
         flow: scheme?.type === 'oauth2' ? clientCredentialsFlow(scheme) : undefined,
+        scopes,
         scopeKey: [...scopes].sort().join(' '),
         tokenForm: form.toString(),
         tokenUrls: new Map(),
@@ -184,16 +187,51 @@ function basicAuthorization(clientId: string, clientSecret: string): string {
   return `Basic ${Buffer.from(pair).toString('base64')}`;
 }
 
-/** Per-run credential resolution; tokens are fetched once per (credentials, scopes) per run. */
+const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
+/**
+ * A run on behalf of a caller: the OAuth2 client-credentials schemes then exchange the caller's
+ * token (RFC 8693) at the same token URL, with the same client credentials and the same
+ * per-operation scopes, instead of asking for a token of their own.
+ */
+export interface OnBehalfOf {
+  /** the caller's access token: the exchange's `subject_token` */
+  subjectToken: string;
+  /** the exchange's `resource` (RFC 8707); default the API's server URL */
+  resource?: string;
+}
+
+/** The token-exchange form (RFC 8693 §2.1) for one operation's scopes. */
+function exchangeForm(required: RequiredScheme, onBehalfOf: OnBehalfOf, baseUrl: string): string {
+  const form = new URLSearchParams({
+    grant_type: TOKEN_EXCHANGE_GRANT,
+    subject_token: onBehalfOf.subjectToken,
+    subject_token_type: ACCESS_TOKEN_TYPE,
+    resource: onBehalfOf.resource ?? baseUrl,
+  });
+  if (required.scopes.length > 0) form.set('scope', required.scopes.join(' '));
+  return form.toString();
+}
+
+/**
+ * Per-run credential resolution; tokens are fetched once per (credentials, scopes) per run.
+ * On behalf of a caller, tokens are exchanged and never cached beyond the run: each belongs to
+ * one caller's call (system spec §2.11 rule 8).
+ */
 export class RunCredentials {
   private readonly runTokens = new Map<string, Promise<string>>();
+  private readonly cache: TokenCache | undefined;
 
   constructor(
     private readonly http: HttpClient,
     private readonly env: Record<string, string | undefined>,
-    private readonly cache: TokenCache | undefined,
+    cache: TokenCache | undefined,
     private readonly warn: (message: string) => void,
-  ) {}
+    private readonly onBehalfOf?: OnBehalfOf,
+  ) {
+    this.cache = onBehalfOf ? undefined : cache;
+  }
 
   private value(name: string): string | undefined {
     const value = this.env[name];
@@ -269,6 +307,12 @@ export class RunCredentials {
       default: {
         const { flow } = required;
         const [clientId, clientSecret] = flow ? values : [];
+        if (this.onBehalfOf && (clientId === undefined || clientSecret === undefined)) {
+          // A configured access token would act as the server itself, not as the caller.
+          throw new TokenError(
+            `security scheme "${required.name}" of source "${source.name}" has no client credentials to exchange the caller's token with (set ${required.env.slice(0, 2).join(', ')})`,
+          );
+        }
         const token =
           flow && clientId !== undefined && clientSecret !== undefined
             ? await this.token(
@@ -277,6 +321,7 @@ export class RunCredentials {
                 tokenUrlOf(required, flow, baseUrl),
                 clientId,
                 clientSecret,
+                baseUrl,
               )
             : values[values.length - 1]!; // …_ACCESS_TOKEN is always the last one
         into.headers.authorization = `Bearer ${token}`;
@@ -291,13 +336,16 @@ export class RunCredentials {
     tokenUrl: string,
     clientId: string,
     clientSecret: string,
+    /** the API's server URL: the default resource of an exchange */
+    baseUrl: string,
   ): Promise<string> {
-    const key = `${tokenUrl}\n${clientId}\n${secretDigest(clientSecret)}\n${required.scopeKey}`;
+    let key = `${tokenUrl}\n${clientId}\n${secretDigest(clientSecret)}\n${required.scopeKey}`;
+    if (this.onBehalfOf) key += `\n${this.onBehalfOf.resource ?? baseUrl}`;
     const cached = this.cache?.get(key);
     if (cached !== undefined) return Promise.resolve(cached);
     let pending = this.runTokens.get(key) ?? this.cache?.inFlight.get(key);
     if (!pending) {
-      pending = this.fetchToken(source, required, tokenUrl, clientId, clientSecret, key);
+      pending = this.fetchToken(source, required, tokenUrl, clientId, clientSecret, baseUrl, key);
       const shared = this.cache?.inFlight;
       if (shared) {
         shared.set(key, pending);
@@ -315,10 +363,11 @@ export class RunCredentials {
     tokenUrl: string,
     clientId: string,
     clientSecret: string,
+    baseUrl: string,
     key: string,
   ): Promise<string> {
     const what = () =>
-      `token request for security scheme "${required.name}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
+      `${this.onBehalfOf ? 'token exchange' : 'token request'} for security scheme "${required.name}" of source "${source.name}" (${describeUrl(tokenUrl)}) failed`;
     let response: Awaited<ReturnType<HttpClient['send']>>;
     try {
       response = await this.http.send({
@@ -329,7 +378,9 @@ export class RunCredentials {
           accept: 'application/json',
           authorization: basicAuthorization(clientId, clientSecret),
         },
-        body: required.tokenForm,
+        body: this.onBehalfOf
+          ? exchangeForm(required, this.onBehalfOf, baseUrl)
+          : required.tokenForm,
       });
     } catch (error) {
       throw new TokenError(`${what()}: ${(error as Error).message}`);

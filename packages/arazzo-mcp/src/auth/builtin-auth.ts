@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import {
+  type ClientIdMetadataOptions,
   createCorsHook,
   createOriginPolicy,
   createRedisThrottles,
@@ -61,6 +62,8 @@ export interface BuiltinAuthOptions {
   stateUrl?: string;
   /** See `OAuthServerOptions.refreshTokenRaceWindowSeconds`; default 2 s. */
   refreshTokenRaceWindowSeconds?: number;
+  /** See `OAuthServerOptions.clientIdMetadata`: how client metadata documents are fetched. */
+  clientIdMetadata?: ClientIdMetadataOptions;
   /** Milliseconds since the epoch, for every expiry and window; tests inject their own. */
   clock?: Clock;
 }
@@ -150,6 +153,7 @@ export async function setUpBuiltinAuth(options: BuiltinAuthOptions = {}): Promis
       ...(throttles ? { throttles: throttles.factory } : {}),
       applicationName: 'Arazzo MCP',
       refreshTokenRaceWindowSeconds: options.refreshTokenRaceWindowSeconds,
+      clientIdMetadata: options.clientIdMetadata,
       clock: options.clock,
       // The application's login operation, remember-me false: it verifies and keeps nothing.
       login: async ({ email, password }) => {

@@ -1,4 +1,5 @@
 import { ConfigError, type ConfigValues, loadConfig } from '@mcp-identity/common';
+import type { DelegatedAuthOptions } from '../http/delegated-auth.js';
 import type { RequiredHeader } from '../http/required-header.js';
 import { isHttpUrl, parseAllowedOrigins, parseSourceServers } from './option-values.js';
 import {
@@ -38,6 +39,8 @@ type ParsedServeValues = {
   /** `--require-header` with its value resolved. */
   requiredHeader?: RequiredHeader;
   allowedOrigins: string[];
+  /** The `--delegated-*` options, when `--delegated-issuer` is given. */
+  delegatedAuth?: DelegatedAuthOptions;
 };
 
 export type ServeOptions = DocumentOptions &
@@ -48,6 +51,10 @@ export type ServeOptions = DocumentOptions &
     | 'allowedOrigin'
     | 'requireHeader'
     | 'requireHeaderFile'
+    | 'delegatedIssuer'
+    | 'delegatedAudience'
+    | 'delegatedJwksUrl'
+    | 'delegatedResource'
   > &
   ParsedServeValues;
 
@@ -72,6 +79,7 @@ export function parseCommandLine(
       sourceServers: parseSourceServers(values.sourceServer ?? []),
       requiredHeader: resolveRequiredHeader(values, env),
       allowedOrigins: parseAllowedOrigins(values.allowedOrigin ?? []),
+      delegatedAuth: delegatedAuthOptions(values),
     };
     checkAuthOptions(options);
     return { name, options };
@@ -105,12 +113,65 @@ function documentOptions(values: DocumentValues): DocumentOptions {
   };
 }
 
+type ServeValues = ConfigValues<typeof serveFields>;
+
+/** `--delegated-*`: all but the issuer need it; the URLs must be http(s). */
+function delegatedAuthOptions(values: ServeValues): DelegatedAuthOptions | undefined {
+  const { delegatedIssuer, delegatedAudience, delegatedJwksUrl, delegatedResource } = values;
+  const urls = {
+    delegatedIssuer,
+    delegatedAudience,
+    delegatedJwksUrl,
+    delegatedResource,
+  } as const;
+  for (const [key, value] of Object.entries(urls)) {
+    if (value === undefined) continue;
+    const flag = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    const source = `flag --${flag}`;
+    if (key !== 'delegatedIssuer' && delegatedIssuer === undefined) {
+      throw new ConfigError([{ key, source, message: 'needs --delegated-issuer' }]);
+    }
+    if (!isHttpUrl(value)) {
+      throw new ConfigError([
+        {
+          key,
+          source,
+          message: `invalid value ${JSON.stringify(value)}: expected an http(s) URL`,
+        },
+      ]);
+    }
+  }
+  if (delegatedIssuer === undefined) return undefined;
+  if (delegatedAudience === undefined) {
+    throw new ConfigError([
+      {
+        key: 'delegatedAudience',
+        source: 'flag --delegated-audience or env var ARAZZO_MCP_DELEGATED_AUDIENCE',
+        message: "--delegated-issuer needs this server's own URL as the audience",
+      },
+    ]);
+  }
+  return {
+    issuer: delegatedIssuer,
+    audience: delegatedAudience,
+    ...(delegatedJwksUrl !== undefined && { jwksUrl: delegatedJwksUrl }),
+    ...(delegatedResource !== undefined && { resource: delegatedResource }),
+  };
+}
+
 function checkAuthOptions(options: ServeOptions): void {
   const problem = (key: string, source: string, message: string) => {
     throw new ConfigError([{ key, source, message }]);
   };
   if (options.auth === 'builtin' && options.transport === 'stdio') {
     problem('auth', 'flag --auth or env var ARAZZO_MCP_AUTH', 'builtin needs --transport http');
+  }
+  if (options.delegatedAuth && (options.auth === 'builtin' || options.transport === 'stdio')) {
+    problem(
+      'delegatedIssuer',
+      'flag --delegated-issuer or env var ARAZZO_MCP_DELEGATED_ISSUER',
+      'delegated calls need --transport http and --auth none (the gateway authenticates)',
+    );
   }
   if (options.stateUrl !== undefined && options.auth !== 'builtin') {
     problem('stateUrl', 'flag --state-url or env var ARAZZO_MCP_STATE_URL', 'needs --auth builtin');

@@ -1,4 +1,4 @@
-import { defineConfig } from '@mcp-identity/common';
+import { defineConfig, LOG_FORMATS } from '@mcp-identity/common';
 import { DEFAULT_REFRESH_RACE_WINDOW_SECONDS } from '@mcp-identity/oauth';
 import { DEFAULT_ADMIN_EMAIL, DEFAULT_DATA_DIR } from '../auth/builtin-auth.js';
 import { HEADER_NAME_PATTERN, REQUIRED_HEADER_VALUE_ENV } from '../http/required-header.js';
@@ -131,6 +131,13 @@ export const serveFields = defineConfig({
     default: DEFAULT_REFRESH_RACE_WINDOW_SECONDS,
     schema: { minimum: 0 },
   },
+  clientMetadataAllowPrivateAddresses: {
+    type: 'boolean',
+    description:
+      'With --auth builtin, development only: fetch Client ID Metadata Documents from loopback and private addresses too (SSRF protection off)',
+    env: 'ARAZZO_MCP_CLIENT_METADATA_ALLOW_PRIVATE_ADDRESSES',
+    default: false,
+  },
   allowedOrigin: {
     type: 'string[]',
     flag: 'allowed-origin',
@@ -148,6 +155,30 @@ export const serveFields = defineConfig({
     type: 'string',
     description: 'With --require-header: a file whose first line (trimmed) is the header value',
     env: 'ARAZZO_MCP_REQUIRE_HEADER_FILE',
+  },
+  delegatedIssuer: {
+    type: 'string',
+    description:
+      "Delegated calls (off unless set): every /mcp request needs a bearer token from this identity provider issuer for --delegated-audience, and each tool call exchanges it (RFC 8693) at the security scheme's token URL, with its client credentials, instead of asking for a client-credentials token",
+    env: 'ARAZZO_MCP_DELEGATED_ISSUER',
+  },
+  delegatedAudience: {
+    type: 'string',
+    description:
+      "With --delegated-issuer: this server's own URL, the audience the caller's tokens must name",
+    env: 'ARAZZO_MCP_DELEGATED_AUDIENCE',
+  },
+  delegatedJwksUrl: {
+    type: 'string',
+    description:
+      "With --delegated-issuer: the issuer's JWKS URL (default <issuer>/oauth2/jwks, the embedded identity provider's)",
+    env: 'ARAZZO_MCP_DELEGATED_JWKS_URL',
+  },
+  delegatedResource: {
+    type: 'string',
+    description:
+      "With --delegated-issuer: the resource the exchanged tokens are for (default each API's server URL)",
+    env: 'ARAZZO_MCP_DELEGATED_RESOURCE',
   },
   resultFormat: {
     type: 'string',
@@ -193,6 +224,13 @@ export const serveFields = defineConfig({
     env: 'LOG_LEVEL',
     default: 'info',
     schema: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+  },
+  logFormat: {
+    type: 'string',
+    description:
+      'pretty or json log lines (default: pretty on a terminal; always json with --transport stdio)',
+    env: 'LOG_FORMAT',
+    schema: { enum: [...LOG_FORMATS] },
   },
 });
 

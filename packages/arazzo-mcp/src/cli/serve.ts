@@ -1,4 +1,4 @@
-import { batchedStdout, createLogger } from '@mcp-identity/common';
+import { batchedStdout, createLogger, logFormatSetting } from '@mcp-identity/common';
 import { describeInitialAccount } from '../auth/builtin-auth.js';
 import { serveArazzoMcpStdio, startArazzoMcpHttp } from '../service.js';
 import type { ServeOptions } from './command-line.js';
@@ -11,7 +11,8 @@ export async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     name: 'arazzo-mcp',
     level: options.logLevel,
     destination: stdio ? process.stderr : batchedStdout(),
-    ...(stdio ? { pretty: false } : {}),
+    // With stdio, stdout is the protocol: pino-pretty writes there, so JSON lines on stderr.
+    ...(stdio ? { pretty: false } : logFormatSetting(options.logFormat)),
   });
   const settings = { ...options, env: io.env, logger };
   if (stdio) {
@@ -28,6 +29,9 @@ export async function serve(options: ServeOptions, io: CliIo): Promise<number> {
           initialAccountEmail: options.adminEmail,
           stateUrl: options.stateUrl,
           refreshTokenRaceWindowSeconds: options.refreshRaceWindow,
+          clientIdMetadata: {
+            allowPrivateAddresses: options.clientMetadataAllowPrivateAddresses,
+          },
           onInitialAccount: (account: { email: string; password: string }) =>
             io.out(describeInitialAccount(account)),
         }

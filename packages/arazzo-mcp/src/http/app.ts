@@ -82,7 +82,10 @@ export function createArazzoMcpApp(options: ArazzoMcpAppOptions): FastifyInstanc
     mcpServerFactory(options.catalog, options.serverInfo),
     (error) => options.logger.debug({ err: error }, 'modern MCP exchange refused or failed'),
   );
-  const router = new McpExchangeRouter((name, args) => options.catalog.call(name, args), modern);
+  const router = new McpExchangeRouter(
+    (name, args, auth) => options.catalog.call(name, args, auth),
+    modern,
+  );
   const policy = createOriginPolicy({
     allowedOrigins: options.allowedOrigins,
     ownOrigins: options.ownOrigins ?? [],

@@ -29,10 +29,14 @@ const isResponse = (
   message: JSONRPCMessage,
 ): message is JSONRPCResultResponse | JSONRPCErrorResponse => !('method' in message);
 
-/** Runs one `tools/call` (the catalog's `call`): a result, or a ProtocolError for an unknown tool. */
+/**
+ * Runs one `tools/call` (the catalog's `call`) for the caller `auth` describes: a result, or a
+ * ProtocolError for an unknown tool.
+ */
 export type ToolCaller = (
   name: string,
   args: Record<string, unknown> | undefined,
+  auth: AuthInfo | undefined,
 ) => Promise<CallToolResult>;
 
 /**
@@ -179,7 +183,7 @@ export class McpExchangeRouter implements Transport {
   ): number | undefined {
     if (exchange !== undefined && isRequest(message)) {
       if (isPlainToolCall(message)) {
-        void this.answerToolCall(exchange, message);
+        void this.answerToolCall(exchange, message, extra.authInfo);
         return undefined;
       }
       const problem = invalidParamsProblem(message);
@@ -202,10 +206,14 @@ export class McpExchangeRouter implements Transport {
     return undefined;
   }
 
-  private async answerToolCall(exchange: JsonExchange, request: PlainToolCall): Promise<void> {
+  private async answerToolCall(
+    exchange: JsonExchange,
+    request: PlainToolCall,
+    auth: AuthInfo | undefined,
+  ): Promise<void> {
     const { id, params } = request;
     try {
-      const result = await this.callTool(params.name, params.arguments);
+      const result = await this.callTool(params.name, params.arguments, auth);
       exchange.answer({ result, jsonrpc: '2.0', id });
     } catch (error) {
       exchange.answer({ jsonrpc: '2.0', id, error: errorAnswer(error) });

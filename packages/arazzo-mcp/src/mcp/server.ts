@@ -53,8 +53,8 @@ export function createMcpServer(
     cacheHints: { 'tools/list': CACHE_HINT, 'server/discover': CACHE_HINT },
   });
   server.setRequestHandler('tools/list', () => ({ tools: catalog.list() }));
-  server.setRequestHandler('tools/call', (request) =>
-    catalog.call(request.params.name, request.params.arguments),
+  server.setRequestHandler('tools/call', (request, ctx) =>
+    catalog.call(request.params.name, request.params.arguments, ctx.http?.authInfo),
   );
   return server;
 }

@@ -1,5 +1,6 @@
-import type { WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
+import type { RunOptions, WorkflowResult, WorkflowSummary } from '@mcp-identity/arazzo';
 import {
+  type AuthInfo,
   type CallToolResult,
   ProtocolError,
   ProtocolErrorCode,
@@ -11,7 +12,11 @@ import { buildTools, type ToolShapeOptions, type WorkflowTool } from './shape.js
 
 /** What the tools need from the Arazzo executor (its Runner satisfies it). */
 export interface WorkflowRunner {
-  run(workflowId: string, inputs: Record<string, unknown>): Promise<WorkflowResult>;
+  run(
+    workflowId: string,
+    inputs: Record<string, unknown>,
+    options?: RunOptions,
+  ): Promise<WorkflowResult>;
 }
 
 export interface CatalogLogger {
@@ -20,6 +25,16 @@ export interface CatalogLogger {
 
 export interface ToolCatalogOptions extends ToolShapeOptions, ResultOptions {
   logger?: CatalogLogger;
+  /**
+   * Delegated calls: every call runs on behalf of its caller, whose verified token (the
+   * request's AuthInfo) the workflow's token requests exchange (RFC 8693).
+   */
+  delegation?: Delegation;
+}
+
+export interface Delegation {
+  /** The exchanged tokens' `resource`; default each API's server URL. */
+  resource?: string;
 }
 
 /** The MCP tools of one Arazzo document, independent of any transport. */
@@ -31,8 +46,18 @@ export interface ToolCatalog {
    * Runs one `tools/call`. Never rejects for a workflow failure (that is a result);
    * rejects with a ProtocolError (-32602) only for an unknown tool.
    */
-  call(name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult>;
+  call(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    auth?: AuthInfo,
+  ): Promise<CallToolResult>;
 }
+
+const NO_CALLER_TOKEN: WorkflowResult = {
+  kind: 'error',
+  message: 'delegated call without a caller token to exchange',
+  failure: { kind: 'token', applied: 'no', retrySafe: true },
+};
 
 /** Builds the tools (throws ToolShapeError for invalid or colliding names). */
 export function createToolCatalog(
@@ -53,19 +78,30 @@ export function createToolCatalog(
     outputSchema: tool.outputSchema as Tool['outputSchema'],
   }));
 
+  const { delegation } = options;
   return {
     tools,
     list: () => listing,
-    async call(name, args) {
+    async call(name, args, auth) {
       const entry = byName.get(name);
       if (!entry)
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${name} not found`);
       const { tool, read } = entry;
       const checked = read(args);
       if (!checked.ok) return invalidArgumentsResult(tool, checked.problems);
+      const callerToken = auth?.token;
+      if (delegation && !callerToken) {
+        // The HTTP guard lets no delegated call through without a verified token; should one
+        // arrive anyway, it runs as nobody rather than with the server's own credentials.
+        return toCallToolResult(tool, NO_CALLER_TOKEN, checked.received, options);
+      }
+      const run: RunOptions | undefined =
+        delegation && callerToken
+          ? { onBehalfOf: { subjectToken: callerToken, resource: delegation.resource } }
+          : undefined;
       let result: WorkflowResult;
       try {
-        result = await runner.run(tool.workflowId, checked.inputs);
+        result = await runner.run(tool.workflowId, checked.inputs, run);
       } catch (error) {
         // The executor reports failures as results; an exception here is unexpected, yet the
         // client still gets a `Workflow Error` rather than a broken call. Nothing says how far

@@ -15,6 +15,23 @@ export const FIXTURE_ENV = {
 export interface FixtureApi extends RunningServer {
   /** Scopes of every token request, in order. */
   readonly tokenScopes: string[];
+  /** The form of every token request, in order. */
+  readonly tokenForms: Record<string, string>[];
+  /** The bearer token of every /scim2 request, in order. */
+  readonly apiTokens: string[];
+}
+
+export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+
+/** A token exchange whose subject token's `sub` is this one is refused with invalid_grant. */
+export const REFUSED_SUBJECT = 'disabled-user';
+
+function subjectOf(jwt: string | undefined): unknown {
+  try {
+    return JSON.parse(Buffer.from(String(jwt).split('.')[1] ?? '', 'base64url').toString()).sub;
+  } catch {
+    return undefined;
+  }
 }
 
 interface User {
@@ -30,6 +47,8 @@ interface User {
 export async function startFixtureApi(): Promise<FixtureApi> {
   const app = createApp({ logger: createLogger({ level: 'silent', pretty: false }) });
   const tokenScopes: string[] = [];
+  const tokenForms: Record<string, string>[] = [];
+  const apiTokens: string[] = [];
   const issued = new Set<string>();
   const users = new Map<string, User>([
     ['u1', { id: 'u1', userName: 'alice' }],
@@ -59,6 +78,13 @@ export async function startFixtureApi(): Promise<FixtureApi> {
     if (client.id !== CLIENT_ID || client.secret !== CLIENT_SECRET) {
       return reply.code(401).send({ error: 'invalid_client' });
     }
+    tokenForms.push(form);
+    if (
+      form.grant_type === TOKEN_EXCHANGE_GRANT &&
+      subjectOf(form.subject_token) === REFUSED_SUBJECT
+    ) {
+      return reply.code(400).send({ error: 'invalid_grant', error_description: 'user disabled' });
+    }
     tokenScopes.push(form.scope ?? '');
     const token = `tok-${tokenScopes.length}`;
     issued.add(token);
@@ -68,6 +94,7 @@ export async function startFixtureApi(): Promise<FixtureApi> {
   app.addHook('preHandler', async (request, reply) => {
     if (!request.url.startsWith('/scim2/')) return;
     const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    apiTokens.push(token ?? '');
     if (token === undefined || !issued.has(token)) {
       await reply.code(401).send(scimErrorBody(401, 'Authorization failure'));
     }
@@ -107,7 +134,7 @@ export async function startFixtureApi(): Promise<FixtureApi> {
   });
 
   const server = await startTestServer(app);
-  return Object.assign(server, { tokenScopes });
+  return Object.assign(server, { tokenScopes, tokenForms, apiTokens });
 }
 
 /** Client credentials sent with HTTP Basic, each part form-encoded (RFC 6749 §2.3.1). */
