@@ -8,6 +8,10 @@
  * request, the SCIM search), and the differences of the mean latencies are charged to each layer.
  *
  *
+ * A second stack runs as `mcp-identity up --delegation` (issue 41: the gateway and the SCIM MCP
+ * server exchange the caller's token at the IdP, RFC 8693), and its end-to-end leg, called by the
+ * signed-in read-only user, takes turns with this tree's legs: each concurrency also prints the
+ * delegated calls/s beside the default ones, from one run (`--no-delegation` leaves it out).
  * With `--baseline <dir>` (a built checkout of an older commit, see bench/README.md) that
  * commit's stack is started too, with its own CLI, and its end-to-end leg takes turns with this
  * tree's legs, so each concurrency also prints the calls/s ratio new/baseline from one run.
@@ -43,6 +47,7 @@ const args = benchArgs({
   count: { type: 'string', default: '5' },
   baseline: { type: 'string' },
   profile: { type: 'string' },
+  'no-delegation': { type: 'boolean', default: false },
 });
 const SECONDS = numberOption('seconds', args.seconds, 1);
 const WARMUP_SECONDS = numberOption('warmup', args.warmup);
@@ -152,6 +157,7 @@ async function startStackUnderTest(
   cli: StackCli,
   cleanup: Cleanup,
   name: string,
+  delegation = false,
 ): Promise<StackUnderTest> {
   const dataDir = mkdtempSync(join(tmpdir(), `e2e-bench-${name}-`));
   cleanup.add(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -167,6 +173,7 @@ async function startStackUnderTest(
     dataDir,
     ports,
     progress: cli.createProgress(process.stderr),
+    ...(delegation && { delegation }),
   });
   cleanup.add(() => stack.stop());
   const { layout } = stack;
@@ -206,6 +213,24 @@ async function gatewayLeg(under: StackUnderTest): Promise<Leg> {
     origin: gatewayUrl.origin,
     ca: under.ca.gateway,
     call: searchUsersCall(gatewayUrl.pathname, { authorization: `Bearer ${token.accessToken}` }),
+  };
+}
+
+/** The delegated stack's end-to-end leg: a person's token, exchanged by the gateway and the server. */
+async function delegatedLeg(under: StackUnderTest): Promise<Leg> {
+  const { layout, secrets } = under.stack;
+  const token = await currentCli.userAccessToken(
+    layout,
+    secrets.clientApp,
+    secrets.readOnlyUser,
+    [SCOPE],
+    layout.gateway.mcpUrl,
+  );
+  const gatewayUrl = new URL(layout.gateway.mcpUrl);
+  return {
+    origin: gatewayUrl.origin,
+    ca: under.ca.gateway,
+    call: searchUsersCall(gatewayUrl.pathname, { authorization: `Bearer ${token}` }),
   };
 }
 
@@ -382,6 +407,10 @@ async function main(): Promise<void> {
     const baseline = oldCli ? await startStackUnderTest(oldCli, cleanup, 'baseline') : undefined;
     const calls = await legs(current);
     const baselineLeg = baseline ? await gatewayLeg(baseline) : undefined;
+    const delegated = args['no-delegation']
+      ? undefined
+      : await startStackUnderTest(currentCli, cleanup, 'delegated', true);
+    const delegatedCall = delegated ? await delegatedLeg(delegated) : undefined;
     console.log(
       `search_users ${JSON.stringify(SEARCH)} through the gateway's HTTPS listener; median of ${ROUNDS} interleaved rounds of ${SECONDS} s per leg, after ${WARMUP_SECONDS} s warm-up; ${availableParallelism()} cores; node ${process.version}; load average at start ${(loadavg()[0] as number).toFixed(2)}`,
     );
@@ -389,15 +418,18 @@ async function main(): Promise<void> {
     const breakdown: string[][] = [];
     const timings: string[] = [];
     const versus: string[][] = [];
+    const sideBySide: string[][] = [];
     const own = (leg: Leg): Measurable => ({ leg, pids: current.pids });
     for (const concurrency of CONCURRENCY) {
-      const measured = await measureLegs<LegName | 'baseline'>(
+      const measured = await measureLegs<LegName | 'baseline' | 'delegated'>(
         {
           e2e: own(calls.e2e),
           mcp: own(calls.mcp),
           token: own(calls.token),
           scim: own(calls.scim),
           baseline: baseline && baselineLeg ? { leg: baselineLeg, pids: baseline.pids } : undefined,
+          delegated:
+            delegated && delegatedCall ? { leg: delegatedCall, pids: delegated.pids } : undefined,
         },
         concurrency,
       );
@@ -418,6 +450,22 @@ async function main(): Promise<void> {
           fixed(baseCpu.gateway, 2),
           fixed(baseCpu.mcp, 2),
           fixed(baseCpu.idp, 2),
+        ]);
+      }
+      const onBehalf = measured.delegated;
+      if (onBehalf) {
+        const cpu = onBehalf.cpuMsPerCall;
+        sideBySide.push([
+          String(concurrency),
+          e2e.callsPerSecond.toFixed(0),
+          onBehalf.callsPerSecond.toFixed(0),
+          `${(onBehalf.callsPerSecond / e2e.callsPerSecond).toFixed(2)}×`,
+          fixed(onBehalf.p50Ms, 1),
+          fixed(onBehalf.p99Ms, 1),
+          fixed(stackCpuMs(cpu), 2),
+          fixed(cpu.gateway, 2),
+          fixed(cpu.mcp, 2),
+          fixed(cpu.idp, 2),
         ]);
       }
       const cpu = e2e.cpuMsPerCall;
@@ -501,6 +549,28 @@ async function main(): Promise<void> {
         ? `\nServer-Timing (mean dur):\n${timings.map((t) => `- ${t}`).join('\n')}`
         : '\nno Server-Timing headers in the answers',
     );
+    if (sideBySide.length > 0) {
+      console.log(
+        '\ndefault vs delegated (a second stack, `up --delegation`: the signed-in read-only user, the gateway exchanging once per caller token, the SCIM MCP server once per call), measured in the same rounds',
+      );
+      console.log(
+        markdownTable(
+          [
+            'callers',
+            'default calls/s',
+            'delegated calls/s',
+            'ratio',
+            'delegated p50 ms',
+            'delegated p99 ms',
+            'delegated CPU ms/call',
+            'gateway',
+            'MCP server',
+            'IdP',
+          ],
+          sideBySide,
+        ),
+      );
+    }
     if (versus.length > 0) {
       console.log(
         `\nagainst the baseline stack (${args.baseline}), its end-to-end leg measured in the same rounds`,

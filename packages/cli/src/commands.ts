@@ -147,6 +147,13 @@ const UP = defineConfig({
     description: 'Start in the background; "mcp-identity down" stops it',
     default: false,
   },
+  delegation: {
+    type: 'boolean',
+    description:
+      'SCIM calls act for the signed-in user: the gateway and the SCIM MCP server exchange tokens at the IdP (RFC 8693), so the directory enforces and records the user and both actors',
+    env: 'MCP_IDENTITY_DELEGATION',
+    default: false,
+  },
 });
 
 /** The helpers read the ports from the running stack's data directory; a port flag overrides. */
@@ -242,11 +249,14 @@ async function up(argv: string[], io: Io): Promise<number> {
     unhealthyAfterMs: config.values.unhealthyAfterMs,
   };
   const detached = process.env[DETACHED_ENV] === '1';
-  if (config.values.detach && !detached) return launchDetached(dataDir, ports, health, io);
+  const { delegation } = config.values;
+  if (config.values.detach && !detached) {
+    return launchDetached(dataDir, ports, health, delegation, io);
+  }
 
   const progress = createProgress(io.err);
   progress.info(`Starting mcp-identity (data in ${dataDir})`);
-  const stack = await startStack({ dataDir, ports, progress, detached, health });
+  const stack = await startStack({ dataDir, ports, progress, detached, health, delegation });
   const summary = renderSummary(stack, {
     detached,
     defaultDataDir: defaultDataDir(),
@@ -307,6 +317,7 @@ async function launchDetached(
   dataDir: string,
   ports: StackPorts,
   health: HealthPolicy,
+  delegation: boolean,
   io: Io,
 ): Promise<number> {
   const logFile = join(dataDir, 'logs', 'supervisor.log');
@@ -323,7 +334,15 @@ async function launchDetached(
   ];
   const child = spawn(
     process.execPath,
-    [CLI_BIN, 'up', STACK_FLAGS.dataDir, dataDir, ...portArgs, ...healthArgs],
+    [
+      CLI_BIN,
+      'up',
+      STACK_FLAGS.dataDir,
+      dataDir,
+      ...portArgs,
+      ...healthArgs,
+      ...(delegation ? [commandLineFlag('delegation', UP.delegation) as string] : []),
+    ],
     {
       detached: true,
       stdio: ['ignore', log, log, 'ipc'],

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRunner, loadArazzo } from '@mcp-identity/arazzo';
 import { NotFoundError } from '@mcp-identity/common';
+import { runDelegationDemo, stackDelegates } from './demo-delegation.js';
 import { areaALoginAndCall } from './stack/area-a-flow.js';
 import {
   callToolThroughGateway,
@@ -44,6 +45,12 @@ function describeOutcome(outcome: GatewayCallOutcome): string {
  * the gateway.
  */
 export async function runDemo(layout: StackLayout, secrets: StackSecrets): Promise<DemoRow[]> {
+  // Delegated (`up --delegation`): callers are people, whose tokens the gateway exchanges; the
+  // client-credentials callers below would be refused by the exchange.
+  if (await stackDelegates(layout, secrets)) {
+    const rows = await runDelegationDemo(layout, secrets);
+    return rows.map((row) => ({ ...row, ok: row.actual === row.expected }));
+  }
   const gatewayCall = async (scopes: string[], tool: string, args: Record<string, unknown>) => {
     const { accessToken } = await clientCredentialsToken(layout, secrets.clientApp, scopes);
     return callToolThroughGateway(layout, accessToken, tool, args);

@@ -10,6 +10,7 @@ export { callToolThroughGateway, clientCredentialsToken, resultText } from './st
 export { DEFAULT_PORTS, type StackLayout, type StackPorts, stackLayout } from './stack/layout.js';
 export { type RunningStack, type StackOptions, startStack } from './stack/start.js';
 export { readRunningStack, type StackState } from './stack/state.js';
+export { userAccessToken } from './stack/user-login.js';
 export {
   type RestartPolicy,
   type RunningService,

@@ -90,6 +90,16 @@ describe('the SCIM proxy `up` deploys', () => {
     ) as { spec: { specVersions: string[] } };
     expect(proxy.spec.specVersions).toEqual(['2025-06-18', '2025-11-25', '2026-07-28']);
   });
+
+  it("filters tools/list by the caller's permission (the rules of gateway-rules.yaml)", () => {
+    const dataDir = tempDir();
+    const proxy = scimProxyDefinition(
+      stackLayout(dataDir, ports),
+      loadOrCreateStackSecrets(dataDir),
+    ) as { spec: { policies: Array<{ name: string; params: Record<string, unknown> }> } };
+    const authz = proxy.spec.policies.find((policy) => policy.name === 'mcp-authz');
+    expect(authz?.params.filterLists).toBe(true);
+  });
 });
 
 describe('API resources and the read-only user', () => {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { hashSecret, UnexpectedResponseError } from '@mcp-identity/common';
 import { stringify as stringifyToml } from 'smol-toml';
 import { stringify as stringifyYaml } from 'yaml';
+import { upstreamTokenExchange } from './delegation.js';
 import { gatewayRules } from './gateway-rules.js';
 import { PROXY_CONTEXT, type StackLayout } from './layout.js';
 import { fetchNamingUrl } from './network.js';
@@ -10,7 +11,7 @@ import type { StackSecrets } from './secrets.js';
 import { upstreamAuth } from './upstream-auth.js';
 
 /** The name of the SCIM proxy the stack deploys (its management API path). */
-const PROXY_NAME = 'scim-v1.0';
+export const PROXY_NAME = 'scim-v1.0';
 /** The embedded IdP's entry among the gateway's key managers, the proxy's one issuer. */
 const KEY_MANAGER_NAME = 'embedded-idp';
 
@@ -69,10 +70,14 @@ export async function writeGatewayConfig(
   await writeFile(layout.gateway.configFile, header + stringifyToml(config), { mode: 0o600 });
 }
 
-/** The `Mcp` proxy definition: mcp-auth for the client application, one mcp-authz rule per tool. */
+/**
+ * The `Mcp` proxy definition: mcp-auth for the client application, one mcp-authz rule per tool,
+ * lists filtered by them.
+ */
 export function scimProxyDefinition(
   layout: StackLayout,
   secrets: StackSecrets,
+  options: { delegation?: boolean } = {},
 ): Record<string, unknown> {
   return {
     apiVersion: 'gateway.api-platform.vendor/v1',
@@ -88,6 +93,7 @@ export function scimProxyDefinition(
       upstream: {
         url: layout.mcp.mcpUrl,
         auth: upstreamAuth(layout.mcp.upstreamSecretFile),
+        ...(options.delegation && { tokenExchange: upstreamTokenExchange(layout) }),
       },
       tools: [],
       resources: [],
@@ -102,7 +108,12 @@ export function scimProxyDefinition(
             forwardToken: false,
           },
         },
-        { name: 'mcp-authz', version: 'v1', params: { tools: gatewayRules() } },
+        // filterLists: a caller's tools/list shows the tools its token may call (issue 42).
+        {
+          name: 'mcp-authz',
+          version: 'v1',
+          params: { tools: gatewayRules(), filterLists: true },
+        },
       ],
     },
   };
@@ -115,6 +126,7 @@ export function scimProxyDefinition(
 export async function deployScimProxy(
   layout: StackLayout,
   secrets: StackSecrets,
+  options: { delegation?: boolean } = {},
 ): Promise<'created' | 'updated'> {
   const base = `${layout.gateway.managementUrl}/api/management/v1/mcp-proxies`;
   const { username, password } = secrets.gatewayAdmin;
@@ -122,7 +134,7 @@ export async function deployScimProxy(
     authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`,
     'content-type': 'application/yaml',
   };
-  const body = stringifyYaml(scimProxyDefinition(layout, secrets));
+  const body = stringifyYaml(scimProxyDefinition(layout, secrets, options));
   const existing = await fetchNamingUrl(`${base}/${PROXY_NAME}`, { headers });
   await existing.body?.cancel();
   const [method, url, expected] =

@@ -44,6 +44,8 @@ export interface StackLayout {
     healthUrl: string;
     /** The secret the gateway sends upstream and the SCIM MCP server requires (0600). */
     upstreamSecretFile: string;
+    /** `up --delegation`: the gateway's client secret for token exchange at the IdP (0600). */
+    exchangeSecretFile: string;
   };
   gateway: {
     publicUrl: string;
@@ -87,6 +89,7 @@ export function stackLayout(dataDir: string, ports: StackPorts): StackLayout {
       mcpUrl: `${mcpUrl}/mcp`,
       healthUrl: `${mcpUrl}/health`,
       upstreamSecretFile: join(dataDir, 'scim-mcp', 'gateway-auth.secret'),
+      exchangeSecretFile: join(dataDir, 'scim-mcp', 'gateway-exchange.secret'),
     },
     gateway: {
       publicUrl: gatewayUrl,

@@ -17,6 +17,11 @@ const STACK_SECRETS_SCHEMA = Type.Object({
   areaAccount: Type.Object({ email: Type.String(), password: Type.String() }),
   /** A person at the IdP who signs in through MCP clients; their role grants list and view only. */
   readOnlyUser: Type.Object({ userName: Type.String(), password: Type.String() }),
+  /**
+   * `up --delegation` only: a person at the IdP whose role grants every SCIM permission, so the
+   * directory lets their delegated writes through (the read-only user's it refuses).
+   */
+  adminUser: Type.Object({ userName: Type.String(), password: Type.String() }),
 });
 
 export type StackSecrets = Static<typeof STACK_SECRETS_SCHEMA>;
@@ -40,6 +45,7 @@ function generate(): StackSecrets {
     gatewayAdmin: { username: 'admin', password: randomToken(18) },
     areaAccount: { email: 'agent-admin@example.com', password: randomToken(12) },
     readOnlyUser: { userName: 'reader', password: `${randomToken(12)}Aa1!` },
+    adminUser: { userName: 'directory-admin', password: `${randomToken(12)}Aa1!` },
   };
 }
 

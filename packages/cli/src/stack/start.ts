@@ -16,13 +16,15 @@ import {
   type ServiceStatus,
   Supervisor,
 } from '../supervisor.js';
+import { delegatedMcpArgs, delegationBootstrap } from './delegation.js';
 import { deployScimProxy, writeGatewayConfig } from './gateway-setup.js';
 import { type StackLayout, type StackPorts, stackLayout } from './layout.js';
 import { PARENT_WATCH_FILE, SCIM_ARAZZO_FILE, serviceBin } from './locations.js';
+import { refuseHeldPorts } from './port-check.js';
 import { gatewayApiResources, stackBootstrap } from './sample-data.js';
 import { loadOrCreateStackSecrets, type StackSecrets } from './secrets.js';
 import { readRunningStack, removeStackState, writeStackState } from './state.js';
-import { ensureUpstreamSecret, requireHeaderArgs } from './upstream-auth.js';
+import { ensureUpstreamSecret, readSecretFile, requireHeaderArgs } from './upstream-auth.js';
 
 export interface StackOptions {
   dataDir: string;
@@ -35,6 +37,17 @@ export interface StackOptions {
   restart?: Partial<RestartPolicy>;
   /** How running services are checked, and after how long failing one is restarted. */
   health?: Partial<HealthPolicy>;
+  /**
+   * Development only: the IdP and Area A also fetch Client ID Metadata Documents from loopback
+   * and private addresses (a client's document served on this machine; SECURITY.md, "Client ID
+   * Metadata Documents"). Off by default. Either server trusts the stack's CA for them.
+   */
+  clientMetadataAllowPrivateAddresses?: boolean;
+  /**
+   * `up --delegation` (issue 41): SCIM calls act for the signed-in user through token exchange
+   * (stack/delegation.ts). Off by default.
+   */
+  delegation?: boolean;
 }
 
 export interface RunningStack {
@@ -42,6 +55,8 @@ export interface RunningStack {
   secrets: StackSecrets;
   /** True when this start created the stack's credentials (a fresh data directory). */
   firstStart: boolean;
+  /** Started with `delegation`. */
+  delegation: boolean;
   services: Record<'idp' | 'mcp' | 'gateway' | 'areaA', RunningService>;
   /** Resolves when the supervisor gave a service up (it kept failing to start again). */
   failed: Promise<ServiceStatus>;
@@ -62,6 +77,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       `A stack is already running from ${layout.dataDir} (supervisor pid ${running.supervisorPid}): "mcp-identity status" shows it, "mcp-identity down" stops it.`,
     );
   }
+  await refuseHeldPorts(layout.ports, layout.dataDir);
   await mkdir(layout.dataDir, { recursive: true, mode: 0o700 });
   const { created, ...secrets } = loadOrCreateStackSecrets(layout.dataDir);
   const { progress } = options;
@@ -105,9 +121,21 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     await ensureSelfSignedCertificate(layout.idp.dataDir, { caDir: layout.dataDir });
     await ensureSelfSignedCertificate(layout.gateway.dataDir, { caDir: layout.dataDir });
     const trustCa = { NODE_EXTRA_CA_CERTS: layout.caFile };
-    const bootstrap = stackBootstrap(secrets, gatewayApiResources(layout));
+    const delegation = options.delegation ?? false;
+    const stackDocument = stackBootstrap(secrets, gatewayApiResources(layout));
+    const bootstrap = delegation
+      ? delegationBootstrap(
+          stackDocument,
+          secrets,
+          readSecretFile(ensureUpstreamSecret(layout.mcp.exchangeSecretFile)),
+          layout,
+        )
+      : stackDocument;
     await writeFile(layout.idp.bootstrapFile, stringifyYaml(bootstrap), { mode: 0o600 });
     const upstreamAuthArgs = requireHeaderArgs(ensureUpstreamSecret(layout.mcp.upstreamSecretFile));
+    const documentArgs = options.clientMetadataAllowPrivateAddresses
+      ? ['--client-metadata-allow-private-addresses']
+      : [];
 
     const idp = await progress.step(
       'identity provider',
@@ -125,7 +153,10 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             layout.idp.bootstrapFile,
             '--public-url',
             layout.idp.url,
+            ...documentArgs,
           ],
+          // The stack's CA, for client metadata documents its certificates serve.
+          env: trustCa,
           healthUrl: layout.idp.healthUrl,
           ca: ca.cert,
         }),
@@ -160,6 +191,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             '--port',
             String(layout.ports.mcp),
             ...upstreamAuthArgs,
+            ...(delegation ? delegatedMcpArgs(layout) : []),
           ],
           env: { ...backendCredentials, ...trustCa },
           healthUrl: layout.mcp.healthUrl,
@@ -183,13 +215,15 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             '--workers',
             '1',
           ],
+          // Its token exchanges go to the IdP, whose certificate the stack's CA issued.
+          ...(delegation && { env: trustCa }),
           healthUrl: layout.gateway.healthUrl,
         }),
       () => `gateway ready at ${layout.gateway.publicUrl}`,
     );
     const deployed = await progress.step(
       'deploying the /scim proxy through the management API',
-      () => deployScimProxy(layout, secrets),
+      () => deployScimProxy(layout, secrets, { delegation }),
     );
     progress.info(`    proxy ${deployed}`);
 
@@ -215,6 +249,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
             layout.areaA.dataDir,
             '--public-url',
             layout.areaA.url,
+            ...documentArgs,
           ],
           env: { ...backendCredentials, ...trustCa },
           healthUrl: layout.areaA.healthUrl,
@@ -226,6 +261,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       layout,
       secrets,
       firstStart: created,
+      delegation,
       services: { idp, mcp, gateway, areaA },
       failed,
       stop,

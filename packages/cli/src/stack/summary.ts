@@ -56,6 +56,12 @@ export function renderSummary(
     `  Metrics                     ${layout.gateway.managementUrl}/metrics`,
     `  Gateway admin               ${secrets.gatewayAdmin.username} / ${secrets.gatewayAdmin.password}`,
     `  SCIM MCP server (upstream)  ${layout.mcp.mcpUrl}`,
+    ...(stack.delegation
+      ? [
+          '  Delegation                  on: SCIM calls act for the signed-in user (RFC 8693)',
+          `  Directory administrator     ${secrets.adminUser.userName} / ${secrets.adminUser.password}`,
+        ]
+      : []),
     '',
     'Identity provider (WSO2 Identity Server–compatible)',
     `  Base URL                    ${layout.idp.url}`,

@@ -21,6 +21,11 @@ export function ensureUpstreamSecret(file: string): string {
   return file;
 }
 
+/** A secret file's value: its first line, trimmed (as the gateway and the server read it). */
+export function readSecretFile(file: string): string {
+  return readFileSync(file, 'utf8').split('\n')[0]!.trim();
+}
+
 /** The SCIM MCP server's flags that make it require the header. */
 export function requireHeaderArgs(secretFile: string): string[] {
   return ['--require-header', UPSTREAM_AUTH_HEADER, '--require-header-file', secretFile];

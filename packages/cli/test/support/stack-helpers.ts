@@ -5,7 +5,7 @@ import { createProgress } from '../../src/progress.js';
 import { trustingAgent } from '../../src/stack/clients.js';
 import type { StackLayout, StackPorts } from '../../src/stack/layout.js';
 import type { StackSecrets } from '../../src/stack/secrets.js';
-import { type RunningStack, startStack } from '../../src/stack/start.js';
+import { type RunningStack, type StackOptions, startStack } from '../../src/stack/start.js';
 
 /**
  * Six distinct free loopback ports for one stack. All listeners are open at
@@ -47,9 +47,16 @@ export function captureStream(): { stream: Writable; text(): string } {
   return { stream, text: () => Buffer.concat(chunks).toString('utf8') };
 }
 
-/** `up`'s whole stack in `dataDir` on free ports, its progress output kept out of the test's. */
-export async function startQuietStack(dataDir: string): Promise<RunningStack> {
+/**
+ * `up`'s whole stack in `dataDir` on free ports, its progress output kept out of the test's;
+ * `options` as `startStack` takes them.
+ */
+export async function startQuietStack(
+  dataDir: string,
+  options: Pick<StackOptions, 'clientMetadataAllowPrivateAddresses' | 'delegation'> = {},
+): Promise<RunningStack> {
   return startStack({
+    ...options,
     dataDir,
     ports: await freeStackPorts(),
     progress: createProgress(captureStream().stream),
