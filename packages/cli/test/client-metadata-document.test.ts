@@ -15,12 +15,11 @@ import {
   StreamableHTTPClientTransport as Transport,
   UnauthorizedError,
 } from '@modelcontextprotocol/client';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Page } from 'playwright-core';
-import { fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { clientCredentialsToken, trustingAgent } from '../src/stack/clients.js';
+import { clientCredentialsToken } from '../src/stack/clients.js';
 import type { RunningStack } from '../src/stack/start.js';
+import { fetchTrustingCa } from './support/sdk-login.js';
 import { startQuietStack } from './support/stack-helpers.js';
 
 // Issue 40: the SDK 2.4 client whose `client_id` is the URL of its Client ID Metadata Document
@@ -59,14 +58,6 @@ afterAll(async () => {
   await stack?.stop();
 }, STACK_MS);
 
-/** Node's fetch trusting only the stack's CA for HTTPS (what NODE_EXTRA_CA_CERTS gives a client). */
-function fetchTrustingStackCa(): FetchLike {
-  const dispatcher = trustingAgent(stack.layout.caFile);
-  const trusting = (url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, { ...(init as object), dispatcher });
-  return trusting as unknown as FetchLike;
-}
-
 /** What the login page showed the user, one entry per time it was opened. */
 interface LoginPageSeen {
   clientName: string | null;
@@ -104,7 +95,7 @@ async function idpMetrics(): Promise<string> {
   const { accessToken } = await clientCredentialsToken(stack.layout, stack.secrets.clientApp, [
     'internal_metrics_view',
   ]);
-  const response = await fetchTrustingStackCa()(`${stack.layout.idp.url}/metrics`, {
+  const response = await fetchTrustingCa(stack.layout.caFile)(`${stack.layout.idp.url}/metrics`, {
     headers: { authorization: `Bearer ${accessToken}` },
   });
   expect(response.status).toBe(200);
@@ -127,7 +118,7 @@ function areaARequests(path: string): number {
  * redeemed, then `tools/list` and `search_users` finding alice.
  */
 async function connectByUrlAlone(mcpUrl: URL, provider: DocumentClientProvider): Promise<Client> {
-  const fetch = fetchTrustingStackCa();
+  const fetch = fetchTrustingCa(stack.layout.caFile);
   const probe = new Client(CLIENT);
   await expect(
     probe.connect(new Transport(mcpUrl, { authProvider: provider, fetch })),
@@ -235,7 +226,7 @@ describeBrowser(
         expect(landed.get('error')).toBe('access_denied');
         const transport = new Transport(mcpUrl, {
           authProvider: provider,
-          fetch: fetchTrustingStackCa(),
+          fetch: fetchTrustingCa(stack.layout.caFile),
         });
         await expect(transport.finishAuth(landed)).rejects.toThrow(/internal_user_mgt_delete/);
         expect(provider.loginPages).toHaveLength(2);

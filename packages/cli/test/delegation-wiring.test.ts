@@ -15,17 +15,11 @@ import { stackLayout } from '../src/stack/layout.js';
 import { gatewayApiResources, stackBootstrap } from '../src/stack/sample-data.js';
 import { loadOrCreateStackSecrets } from '../src/stack/secrets.js';
 import { ensureUpstreamSecret } from '../src/stack/upstream-auth.js';
+import { WIRING_PORTS } from './support/stack-helpers.js';
 
 // What `up --delegation` writes and passes (issue 41); the default stays as wiring.test.ts pins.
 const tempDir = useTempDir();
-const ports = {
-  idp: 14443,
-  mcp: 15000,
-  gatewayHttps: 18443,
-  gatewayHttp: 18080,
-  gatewayManagement: 19090,
-  areaA: 17000,
-};
+const ports = WIRING_PORTS;
 
 describe('up --delegation', () => {
   it('deploys a proxy that exchanges tokens for the SCIM MCP server, which the gateway accepts', async () => {

@@ -16,18 +16,12 @@ import {
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { decodeJwt } from 'jose';
-import { fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  callToolThroughGateway,
-  clientCredentialsToken,
-  trustingAgent,
-} from '../src/stack/clients.js';
+import { callToolThroughGateway, clientCredentialsToken } from '../src/stack/clients.js';
 import { READ_ONLY_SCOPES } from '../src/stack/sample-data.js';
 import type { RunningStack } from '../src/stack/start.js';
-import { idpBrowserLogin } from './support/sdk-login.js';
+import { fetchTrustingCa, idpBrowserLogin } from './support/sdk-login.js';
 import { startQuietStack } from './support/stack-helpers.js';
 
 // `up`'s whole stack (the packages' dist/bin.js: run `npx tsc -b` first), and the official
@@ -49,14 +43,6 @@ afterAll(async () => {
   await callback?.close();
   await stack?.stop();
 }, STACK_MS);
-
-/** Node's fetch trusting only the stack's CA for HTTPS (what NODE_EXTRA_CA_CERTS gives a client). */
-function fetchTrustingStackCa(): FetchLike {
-  const dispatcher = trustingAgent(stack.layout.caFile);
-  const trusting = (url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, { ...(init as object), dispatcher });
-  return trusting as unknown as FetchLike;
-}
 
 async function searchAsClientApp(userName: string): Promise<Array<{ id: string }>> {
   const { accessToken } = await clientCredentialsToken(stack.layout, stack.secrets.clientApp, [
@@ -111,7 +97,7 @@ describeBrowser(
       'through the %s listener: discovers, registers, signs the read-only user in in Chromium, searches, and is refused delete_user with 403 insufficient_scope',
       async (_name, mcpUrlOf) => {
         const mcpUrl = new URL(mcpUrlOf());
-        const fetch = fetchTrustingStackCa();
+        const fetch = fetchTrustingCa(stack.layout.caFile);
         const provider = idpBrowserLogin(
           BrowserSignInProvider,
           browser,
@@ -199,7 +185,7 @@ describeBrowser(
       'pinned: discovers, registers, signs the read-only user in in Chromium, lists and searches, is refused delete_user with 403 insufficient_scope before the upstream; auto mode lands on the same era',
       async () => {
         const mcpUrl = new URL(stack.layout.gateway.mcpUrl);
-        const fetch = fetchTrustingStackCa();
+        const fetch = fetchTrustingCa(stack.layout.caFile);
         const provider = idpBrowserLogin(
           Sdk2BrowserSignInProvider,
           browser,
@@ -278,7 +264,7 @@ describeBrowser(
 // those endpoints, and /mcp, must answer its CORS preflight and expose the challenge.
 describe('CORS for a browser-based client (MCP Inspector at http://localhost:6274)', () => {
   const origin = 'http://localhost:6274';
-  const fetchCa = () => fetchTrustingStackCa();
+  const fetchCa = () => fetchTrustingCa(stack.layout.caFile);
 
   async function endpoints(): Promise<Array<[string, 'GET' | 'POST']>> {
     const { layout } = stack;

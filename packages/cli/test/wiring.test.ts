@@ -13,18 +13,12 @@ import {
   requireHeaderArgs,
   UPSTREAM_AUTH_HEADER,
 } from '../src/stack/upstream-auth.js';
+import { WIRING_PORTS } from './support/stack-helpers.js';
 
 // What `up` writes and passes to the other services: the upstream credential and
 // the IdP's API resources. These assertions pin the CLI's side.
 const tempDir = useTempDir();
-const ports = {
-  idp: 14443,
-  mcp: 15000,
-  gatewayHttps: 18443,
-  gatewayHttp: 18080,
-  gatewayManagement: 19090,
-  areaA: 17000,
-};
+const ports = WIRING_PORTS;
 
 describe('the gateway → SCIM MCP server credential', () => {
   it('is one random secret, readable by its owner only, generated once', () => {

@@ -1,5 +1,8 @@
 import type { BrowserSignInProvider } from '@mcp-identity/common/testing';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { BrowserContext } from 'playwright-core';
+import { fetch as undiciFetch } from 'undici';
+import { trustingAgent } from '../../src/stack/clients.js';
 
 export const CLIENT_NAME = 'mcp-identity standard client test';
 
@@ -18,4 +21,12 @@ export function idpBrowserLogin<P extends BrowserSignInProvider>(
     await page.fill('input[name=password]', credentials.password);
     await page.click('button[type=submit]');
   });
+}
+
+/** Node's fetch trusting only the CA in `caFile` for HTTPS (what NODE_EXTRA_CA_CERTS gives a client). */
+export function fetchTrustingCa(caFile: string): FetchLike {
+  const dispatcher = trustingAgent(caFile);
+  const trusting = (url: string | URL, init?: RequestInit) =>
+    undiciFetch(url, { ...(init as object), dispatcher });
+  return trusting as unknown as FetchLike;
 }

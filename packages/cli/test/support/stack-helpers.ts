@@ -131,3 +131,13 @@ export async function gatewayGet(
     await dispatcher.close();
   }
 }
+
+/** Fixed ports of a stack layout the wiring tests only write files for (nothing listens). */
+export const WIRING_PORTS = {
+  idp: 14443,
+  mcp: 15000,
+  gatewayHttps: 18443,
+  gatewayHttp: 18080,
+  gatewayManagement: 19090,
+  areaA: 17000,
+};

@@ -409,15 +409,9 @@ class BodyScan {
     names: ReadonlyArray<readonly [string, Member]>,
     top: boolean,
   ): Member {
-    // A key with an escape is decoded first (rare); any other is compared as it is.
-    let bytes = this.bytes;
-    let from = start + 1;
-    let to = end - 1;
-    if (this.escaped) {
-      bytes = Buffer.from(JSON.parse(this.text(start, end)) as string);
-      from = 0;
-      to = bytes.length;
-    }
+    const bytes = this.keyBytes(start, end);
+    const from = this.keyFrom;
+    const to = this.keyTo;
     let exact = Member.Other;
     for (const [name, member] of names) {
       const spelling = spellingOf(bytes, from, to, name);
@@ -432,21 +426,35 @@ class BodyScan {
     return exact;
   }
 
+  /** Set by `keyBytes`: where in the bytes it returned the key lies. */
+  private keyFrom = 0;
+  private keyTo = 0;
+
+  /**
+   * The bytes of the key between `start` and `end` (its quotes included), the key itself from
+   * `keyFrom` to `keyTo` in them: a key with an escape is decoded first (rare); any other is
+   * read where it is. Fields rather than a returned object: this runs for every key read.
+   */
+  private keyBytes(start: number, end: number): Buffer {
+    if (!this.escaped) {
+      this.keyFrom = start + 1;
+      this.keyTo = end - 1;
+      return this.bytes;
+    }
+    const bytes = Buffer.from(JSON.parse(this.text(start, end)) as string);
+    this.keyFrom = 0;
+    this.keyTo = bytes.length;
+    return bytes;
+  }
+
   /**
    * Whether the key between `start` and `end` (its quotes included) of `params._meta` is the
    * protocol version's, counting each time it is: `_meta` keys are names in a namespace, where
    * only the exact spelling is the version's, but two of them would be two meanings.
    */
   private metaMember(start: number, end: number): Member {
-    let bytes = this.bytes;
-    let from = start + 1;
-    let to = end - 1;
-    if (this.escaped) {
-      bytes = Buffer.from(JSON.parse(this.text(start, end)) as string);
-      from = 0;
-      to = bytes.length;
-    }
-    if (!isAsciiText(bytes, from, to, VERSION_META)) return Member.Other;
+    const bytes = this.keyBytes(start, end);
+    if (!isAsciiText(bytes, this.keyFrom, this.keyTo, VERSION_META)) return Member.Other;
     if (++(this.spellings[Member.Version] as number) > 1) this.ambiguous = true;
     return Member.Version;
   }
