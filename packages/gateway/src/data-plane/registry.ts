@@ -72,10 +72,15 @@ const EVERY_REQUEST_NEEDS_A_CALLER: CallerNeeds = {
 
 /**
  * Whether a request needs an authenticated caller: the one place that decides, once per proxy at
- * deploy, from what its policies need (mcp-auth's switches, the calls mcp-authz governs). A
- * request needs one when any policy needs it; the request path reads the answer.
+ * deploy, from what its policies need (mcp-auth's switches, the calls mcp-authz governs) and
+ * whether its upstream takes exchanged tokens. A request needs one when any policy needs it; the
+ * request path reads the answer.
  */
-export function callerRequirement(policies: readonly Policy[]): CallerNeeds {
+export function callerRequirement(
+  policies: readonly Policy[],
+  exchangesTokens: boolean,
+): CallerNeeds {
+  if (exchangesTokens) return EVERY_REQUEST_NEEDS_A_CALLER;
   const needs = policies.flatMap((p) => (p.callers ? [p.callers] : []));
   const [only] = needs;
   let call = NO_CALL_NEEDS_A_CALLER;
@@ -178,7 +183,7 @@ export class ProxyRegistry {
       policies,
       listPolicies: policies.filter((p) => p.onListItem),
       authenticator: policies.find((p) => p.authenticator)?.authenticator,
-      callers: tokenExchange ? EVERY_REQUEST_NEEDS_A_CALLER : callerRequirement(policies),
+      callers: callerRequirement(policies, tokenExchange !== undefined),
       scopesSupported: [...new Set(policies.flatMap((p) => p.scopes ?? []))],
       specVersions: specVersionsOf(definition),
       upstreamAuth,
