@@ -4,7 +4,13 @@
  * request, and applying credentials to a request.
  */
 import { createHash } from 'node:crypto';
-import { boundedMemo, type JsonObject, weakMemo } from '@mcp-identity/common';
+import {
+  boundedMemo,
+  clientSecretBasic,
+  type JsonObject,
+  tokenExchangeForm,
+  weakMemo,
+} from '@mcp-identity/common';
 import { RunFailureError } from './failure.js';
 import { describeAnswer, describeUrl, type HttpClient } from './http.js';
 import type { OpenApiSource, Operation } from './openapi.js';
@@ -177,20 +183,6 @@ function tokenUrlOf(required: RequiredScheme, flow: JsonObject, baseUrl: string)
 }
 
 /**
- * HTTP Basic (client_secret_basic), the client authentication every authorization server must
- * accept (RFC 6749 §2.3.1), with each part form-encoded first as that section requires, so a
- * ':' in the id cannot shift the split. Built per token request, which a network round trip
- * dwarfs, so that no secret is kept in module state.
- */
-function basicAuthorization(clientId: string, clientSecret: string): string {
-  const pair = `${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`;
-  return `Basic ${Buffer.from(pair).toString('base64')}`;
-}
-
-const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
-const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
-
-/**
  * A run on behalf of a caller: the OAuth2 client-credentials schemes then exchange the caller's
  * token (RFC 8693) at the same token URL, with the same client credentials and the same
  * per-operation scopes, instead of asking for a token of their own.
@@ -204,13 +196,11 @@ export interface OnBehalfOf {
 
 /** The token-exchange form (RFC 8693 §2.1) for one operation's scopes. */
 function exchangeForm(required: RequiredScheme, onBehalfOf: OnBehalfOf, baseUrl: string): string {
-  const form = new URLSearchParams({
-    grant_type: TOKEN_EXCHANGE_GRANT,
-    subject_token: onBehalfOf.subjectToken,
-    subject_token_type: ACCESS_TOKEN_TYPE,
+  const form = tokenExchangeForm({
     resource: onBehalfOf.resource ?? baseUrl,
+    scopes: required.scopes,
   });
-  if (required.scopes.length > 0) form.set('scope', required.scopes.join(' '));
+  form.set('subject_token', onBehalfOf.subjectToken);
   return form.toString();
 }
 
@@ -376,7 +366,7 @@ export class RunCredentials {
         headers: {
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
-          authorization: basicAuthorization(clientId, clientSecret),
+          authorization: clientSecretBasic(clientId, clientSecret),
         },
         body: this.onBehalfOf
           ? exchangeForm(required, this.onBehalfOf, baseUrl)

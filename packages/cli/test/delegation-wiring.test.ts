@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseCommandLine } from '@mcp-identity/arazzo-mcp';
+import { TOKEN_EXCHANGE_GRANT } from '@mcp-identity/common';
 import { useTempDir } from '@mcp-identity/common/testing';
 import { loadConfigFile, validateDefinition } from '@mcp-identity/gateway';
 import { describe, expect, it } from 'vitest';
@@ -8,7 +9,6 @@ import {
   delegatedMcpArgs,
   delegationBootstrap,
   GATEWAY_EXCHANGE_CLIENT_ID,
-  TOKEN_EXCHANGE_GRANT,
 } from '../src/stack/delegation.js';
 import { scimProxyDefinition, writeGatewayConfig } from '../src/stack/gateway-setup.js';
 import { stackLayout } from '../src/stack/layout.js';

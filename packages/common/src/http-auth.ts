@@ -25,3 +25,13 @@ export function basicCredentials(header: string | undefined): BasicCredentials |
   if (colon < 0) return undefined;
   return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
+
+/**
+ * The `Authorization` header of client_secret_basic (RFC 6749 §2.3.1): client id and secret each
+ * form-encoded (application/x-www-form-urlencoded) before they are joined and Base64-encoded, so
+ * a ':' in the id cannot shift the split.
+ */
+export function clientSecretBasic(clientId: string, clientSecret: string): string {
+  const encode = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
+  return `Basic ${Buffer.from(`${encode(clientId)}:${encode(clientSecret)}`).toString('base64')}`;
+}

@@ -60,7 +60,12 @@ export {
 export { FairPool, type FairPoolLimits } from './fair-pool.js';
 export { type HealthOptions, registerHealthRoutes } from './health.js';
 export { escapeHtml, setHtmlSecurityHeaders } from './html.js';
-export { type BasicCredentials, basicCredentials, bearerToken } from './http-auth.js';
+export {
+  type BasicCredentials,
+  basicCredentials,
+  bearerToken,
+  clientSecretBasic,
+} from './http-auth.js';
 export {
   checkJwtClaims,
   type JwtClaimRules,
@@ -182,3 +187,9 @@ export {
   selfSignedCertificateFiles,
   type TlsMaterial,
 } from './tls.js';
+export {
+  ACCESS_TOKEN_TYPE,
+  TOKEN_EXCHANGE_GRANT,
+  type TokenExchangeRequest,
+  tokenExchangeForm,
+} from './token-exchange.js';

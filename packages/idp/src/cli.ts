@@ -7,11 +7,12 @@ import {
   logFormatSetting,
   NotFoundError,
   renderConfigHelp,
+  TOKEN_EXCHANGE_GRANT,
 } from '@mcp-identity/common';
 import { BootstrapError, readBootstrapFile } from './bootstrap/apply.js';
 import { KNOWN_SCOPES } from './scim/scopes.js';
 import { openIdpData, startIdp } from './server.js';
-import { type GrantType, TOKEN_EXCHANGE_GRANT, type TokenExchangePolicy } from './store/apps.js';
+import type { GrantType, TokenExchangePolicy } from './store/apps.js';
 
 const DATA_DIR = {
   type: 'string',

@@ -10,7 +10,6 @@ export {
 } from './bootstrap/apply.js';
 export { runIdpCli } from './cli.js';
 export { DEFAULT_OAUTH_LIMITS, type OAuthLimits } from './oauth/routes/index.js';
-export { ACCESS_TOKEN_TYPE } from './oauth/routes/token-exchange.js';
 export { ACCESS_RULES, type AccessRule, findAccessRule, KNOWN_SCOPES } from './scim/scopes.js';
 export {
   type IdpAdmin,
@@ -25,7 +24,6 @@ export {
   AppStore,
   type CreateApplicationInput,
   type GrantType,
-  TOKEN_EXCHANGE_GRANT,
   type TokenExchangePolicy,
 } from './store/apps.js';
 export { KeyStore } from './store/keys.js';

@@ -1,3 +1,4 @@
+import { TOKEN_EXCHANGE_GRANT } from '@mcp-identity/common';
 import type { BootstrapDocument } from '@mcp-identity/idp';
 import type { StackLayout } from './layout.js';
 import type { StackSecrets } from './secrets.js';
@@ -13,8 +14,6 @@ import { LOGIN_REDIRECT_URI } from './user-login.js';
 
 /** The gateway's application at the IdP (the contract's name): it may only exchange tokens. */
 export const GATEWAY_EXCHANGE_CLIENT_ID = 'mcp-gateway';
-
-export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange' as const;
 
 /** The SCIM API the SCIM MCP server's exchanged tokens are for (the workflows' server URL). */
 export function scimApiResource(layout: StackLayout): string {

@@ -1,4 +1,5 @@
 import {
+  clientSecretBasic,
   isJsonObject,
   type JsonObject,
   type Logger,
@@ -16,12 +17,6 @@ export type Introspection =
   | { kind: 'inactive' }
   /** No usable answer (down, slow, refused the gateway's credentials): nothing is decided. */
   | { kind: 'unavailable'; retryAfterMs: number };
-
-/** RFC 6749 §2.3.1: client_secret_basic form-encodes both parts before Base64. */
-function basicCredentials(clientId: string, secret: string): string {
-  const encode = (value: string) => new URLSearchParams({ v: value }).toString().slice(2);
-  return `Basic ${Buffer.from(`${encode(clientId)}:${encode(secret)}`).toString('base64')}`;
-}
 
 /**
  * The gateway as an RFC 7662 client of one key manager: `POST token=…` with its client
@@ -41,7 +36,7 @@ export class IntrospectionClient {
     private readonly logger: Logger,
   ) {
     this.dispatcher = trustedAgent(settings, timing.timeoutMs);
-    this.authorization = basicCredentials(settings.clientId, settings.clientSecret);
+    this.authorization = clientSecretBasic(settings.clientId, settings.clientSecret);
   }
 
   async introspect(token: string): Promise<Introspection> {

@@ -1,4 +1,10 @@
-import { addBounded, type Logger } from '@mcp-identity/common';
+import {
+  ACCESS_TOKEN_TYPE,
+  addBounded,
+  clientSecretBasic,
+  type Logger,
+  tokenExchangeForm,
+} from '@mcp-identity/common';
 import { decodeJwt } from 'jose';
 import { Pool } from 'undici';
 import { failureOf } from './upstream-failure.js';
@@ -11,9 +17,6 @@ import { failureOf } from './upstream-failure.js';
  * caller token within the proxy (one resource and one scope set per proxy), never past either
  * token's lifetime, and identical exchanges in flight share one request.
  */
-
-const GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange';
-const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
 /** Exchanged tokens kept per proxy; the oldest goes first (`addBounded`). */
 const MAX_CACHED = 10_000;
@@ -158,16 +161,8 @@ export class TokenExchanger {
       headersTimeout: TOKEN_ENDPOINT_TIMEOUT_MS,
       bodyTimeout: TOKEN_ENDPOINT_TIMEOUT_MS,
     });
-    // client_secret_basic with each part form-encoded first (RFC 6749 §2.3.1).
-    const user = encodeURIComponent(settings.clientId);
-    const password = encodeURIComponent(settings.clientSecret);
-    this.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-    this.form = new URLSearchParams({
-      grant_type: GRANT_TYPE,
-      subject_token_type: ACCESS_TOKEN_TYPE,
-      resource: settings.resource,
-    });
-    if (settings.scopes) this.form.set('scope', settings.scopes.join(' '));
+    this.authorization = clientSecretBasic(settings.clientId, settings.clientSecret);
+    this.form = tokenExchangeForm({ resource: settings.resource, scopes: settings.scopes });
   }
 
   /**

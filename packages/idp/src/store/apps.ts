@@ -8,6 +8,7 @@ import {
   redirectUriProblem,
   secretMatcher,
   systemClock,
+  TOKEN_EXCHANGE_GRANT,
   verifySecret,
 } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from './db.js';
@@ -29,9 +30,6 @@ function newClientId(): string {
   }
   return id;
 }
-
-/** RFC 8693 §2.1: the grant type of a token-exchange request. */
-export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 export type GrantType =
   | 'client_credentials'

@@ -1,5 +1,5 @@
+import { TOKEN_EXCHANGE_GRANT } from '@mcp-identity/common';
 import type { FastifyInstance } from 'fastify';
-import { TOKEN_EXCHANGE_GRANT } from '../../store/apps.js';
 import type { OAuthRouteOptions } from './options.js';
 
 /** RFC 8414 authorization server metadata, also at the path WSO2 derives from its token issuer. */

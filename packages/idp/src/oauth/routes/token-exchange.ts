@@ -1,12 +1,10 @@
+import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT } from '@mcp-identity/common';
 import { currentUserScopes } from '../../auth/subjects.js';
 import { type AccessTokenClaims, isUserToken, type TokenService } from '../../auth/tokens.js';
 import type { RoleStore } from '../../scim/roles.js';
-import { type Application, TOKEN_EXCHANGE_GRANT } from '../../store/apps.js';
+import type { Application } from '../../store/apps.js';
 import { failure } from './failures.js';
 import { intersect, splitScope } from './scopes.js';
-
-/** RFC 8693 §3: the only token type this IdP takes and issues. */
-export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
 export type TokenExchangeDependencies = {
   tokens: TokenService;

@@ -1,7 +1,7 @@
-import { verifyS256 } from '@mcp-identity/common';
+import { TOKEN_EXCHANGE_GRANT, verifyS256 } from '@mcp-identity/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isActiveUser } from '../../auth/subjects.js';
-import { type Application, TOKEN_EXCHANGE_GRANT } from '../../store/apps.js';
+import type { Application } from '../../store/apps.js';
 import type { ApiResource } from '../../store/resources.js';
 import { authenticateClient } from './client-auth.js';
 import { failure } from './failures.js';
