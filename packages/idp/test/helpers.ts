@@ -15,7 +15,7 @@ export type TestIdp = RunningIdp & {
   scim(
     method: string,
     path: string,
-    options?: { token?: string; body?: unknown; type?: string },
+    options?: { token?: string; body?: unknown; type?: string; headers?: Record<string, string> },
   ): Promise<{
     status: number;
     headers: Headers;
@@ -96,7 +96,7 @@ export async function startTestIdp(
   };
   const adminToken = await token(ALL_SCOPES);
   const scim: TestIdp['scim'] = async (method, path, options = {}) => {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...options.headers };
     const bearer = options.token === undefined ? adminToken : options.token;
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     let body: string | undefined;

@@ -246,21 +246,31 @@ describe('SCIM groups, roles, bulk, agents and discovery', async () => {
       expect(response.status).toBe(200);
       const ops = response.body.Operations as Record<string, unknown>[];
       expect(response.body.schemas).toEqual(['urn:ietf:params:scim:api:messages:2.0:BulkResponse']);
-      expect(ops.map((o) => [o.bulkId, (o.status as { code: number }).code])).toEqual([
-        ['u1', 201],
-        ['u2', 201],
-        ['dup', 409],
-        ['g1', 201],
-        ['r1', 201],
+      // RFC 7644 §3.7.3: string statuses; a failure carries its SCIM error, a success none.
+      expect(ops.map((o) => [o.bulkId, o.status])).toEqual([
+        ['u1', '201'],
+        ['u2', '201'],
+        ['dup', '409'],
+        ['g1', '201'],
+        ['r1', '201'],
       ]);
-      expect(typeof ops[0]!.response).toBe('string');
-      const u1 = JSON.parse(ops[0]!.response as string) as { id: string };
+      expect(ops[0]).not.toHaveProperty('response');
+      expect(ops[2]!.response).toMatchObject({
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'],
+        status: '409',
+        scimType: 'uniqueness',
+      });
+      const read = async (o: Record<string, unknown>) =>
+        (await idp.scim('GET', String(o.location).replace(`${idp.url}/scim2`, ''))).body;
+      const u1 = await read(ops[0]!);
       expect(ops[0]!.location).toBe(`${idp.url}/scim2/Users/${u1.id}`);
-      const group = JSON.parse(ops[3]!.response as string) as { members: { value: string }[] };
+      // The version at creation; adding u1 to the group and role afterwards made new ones.
+      expect(ops[0]!.version).toBe('W/"1"');
+      expect((u1.meta as { version: string }).version).not.toBe('W/"1"');
+      const group = (await read(ops[3]!)) as { members: { value: string }[] };
       expect(group.members.map((m) => m.value)).toContain(u1.id);
-      const role = JSON.parse(ops[4]!.response as string) as { users: { value: string }[] };
+      const role = (await read(ops[4]!)) as { users: { value: string }[] };
       expect(role.users.map((u) => u.value)).toEqual([u1.id]);
-      expect(JSON.parse(ops[2]!.response as string)).toMatchObject({ status: '409' });
     });
 
     it('stops after failOnErrors failures and validates bulkIds and limits', async () => {
@@ -326,9 +336,9 @@ describe('SCIM groups, roles, bulk, agents and discovery', async () => {
           ],
         },
       });
-      const ops = response.body.Operations as { status: { code: number }; response: string }[];
-      expect(ops.map((o) => o.status.code)).toEqual([201, 403]);
-      expect(JSON.parse(ops[1]!.response)).toMatchObject({ status: '403' });
+      const ops = response.body.Operations as { status: string; response?: unknown }[];
+      expect(ops.map((o) => o.status)).toEqual(['201', '403']);
+      expect(ops[1]!.response).toMatchObject({ status: '403' });
     });
   });
 
@@ -377,8 +387,8 @@ describe('SCIM groups, roles, bulk, agents and discovery', async () => {
         patch: { supported: true },
         bulk: { supported: true, maxOperations: 1000, maxPayloadSize: 1048576 },
         filter: { supported: true, maxResults: 200 },
-        sort: { supported: false },
-        etag: { supported: false },
+        sort: { supported: true },
+        etag: { supported: true },
       });
       const types = await idp.scim('GET', '/ResourceTypes', { token: '' });
       expect((types.body.Resources as { name: string }[]).map((t) => t.name)).toEqual([

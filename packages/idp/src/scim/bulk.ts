@@ -12,6 +12,8 @@ type BulkOperation = {
   method: Method;
   path: string;
   bulkId?: string;
+  /** RFC 7644 §3.7: the version a PUT, PATCH or DELETE expects, as `If-Match` does. */
+  version?: string;
   data?: unknown;
   resource: Resource | undefined;
 };
@@ -41,12 +43,17 @@ export async function processBulk(
     if (response.status >= 400) errors++;
     const id = typeof response.body?.id === 'string' ? response.body.id : undefined;
     if (operation.method === 'POST' && operation.bulkId && id) created.set(operation.bulkId, id);
+    // RFC 7644 §3.7.3: `status` is the HTTP status as a string; a failed operation carries its
+    // SCIM error as `response`, a successful one its resource's version (not WSO2's
+    // `status: {code}` and stringified body, see the README).
+    const failed = response.status >= 400;
     results.push({
       method: operation.method,
       ...(operation.bulkId ? { bulkId: operation.bulkId } : {}),
-      ...(response.location ? { location: response.location } : {}),
-      status: { code: response.status },
-      ...(response.body ? { response: JSON.stringify(response.body) } : {}),
+      ...(response.location && !failed ? { location: response.location } : {}),
+      ...(response.etag && !failed ? { version: response.etag } : {}),
+      status: String(response.status),
+      ...(failed && response.body ? { response: response.body } : {}),
     });
   }
   return { schemas: [BULK_RESPONSE], Operations: results };
@@ -83,6 +90,7 @@ function readBulkRequest(body: unknown): { operations: BulkOperation[]; failOnEr
       method: method as Method,
       path: raw.path,
       ...(bulkId ? { bulkId } : {}),
+      ...(typeof raw.version === 'string' ? { version: raw.version } : {}),
       data: raw.data,
       resource: resourceOf(raw.path),
     };
@@ -111,6 +119,7 @@ async function runOperation(
     if (!access.granted && !access.scopes.has(scope)) throw forbidden();
     const data = resolveReferences(operation.data, created);
     const id = idOf(operation.path, created);
+    const version = operation.version;
     // Inside a bulk request, role operations were authorized by the bulk scopes above; what
     // they grant is still limited to what the caller holds.
     const roleAccess: Access = { ...access, granted: true };
@@ -118,19 +127,19 @@ async function runOperation(
       case 'POST Users':
         return await service.createUser('user', data);
       case 'PUT Users':
-        return await service.replaceUser('user', id, data);
+        return await service.replaceUser('user', id, data, version);
       case 'PATCH Users':
-        return await service.patchUser('user', id, data);
+        return await service.patchUser('user', id, data, version);
       case 'DELETE Users':
-        return service.deleteUser('user', id);
+        return service.deleteUser('user', id, version);
       case 'POST Groups':
         return service.createGroup(data);
       case 'PUT Groups':
-        return service.replaceGroup(id, data, access);
+        return service.replaceGroup(id, data, access, version);
       case 'PATCH Groups':
-        return service.patchGroup(id, data, access);
+        return service.patchGroup(id, data, access, version);
       case 'DELETE Groups':
-        return service.deleteGroup(id);
+        return service.deleteGroup(id, version);
       case 'POST Roles':
         return service.createRole(data, roleAccess);
       case 'PUT Roles':

@@ -19,8 +19,9 @@ export function serviceProviderConfig(locations: Locations): JsonObject {
     bulk: { supported: true, maxOperations: MAX_BULK_OPERATIONS, maxPayloadSize: MAX_BULK_PAYLOAD },
     filter: { supported: true, maxResults: 200 },
     changePassword: { supported: true },
-    sort: { supported: false },
-    etag: { supported: false },
+    // Unlike WSO2 (both false): RFC 7644 §3.4.2.3 sorting and §3.14 versions are served.
+    sort: { supported: true },
+    etag: { supported: true },
     authenticationSchemes: [
       {
         type: 'oauthbearertoken',
@@ -92,6 +93,7 @@ export function resourceType(locations: Locations, id: string): JsonObject | und
 type Characteristics = {
   type?: 'reference';
   referenceTypes?: string[];
+  canonicalValues?: string[];
   required?: boolean;
   caseExact?: boolean;
   mutability?: 'readOnly' | 'immutable' | 'writeOnly';
@@ -108,7 +110,8 @@ type Characteristics = {
 const CHARACTERISTICS: Record<string, Characteristics> = {
   id: { caseExact: true, mutability: 'readOnly', returned: 'always', uniqueness: 'server' },
   externalId: { caseExact: true },
-  userName: { required: true, uniqueness: 'server' },
+  // WSO2 never renames a user (README, deviations): set on creation, then immutable.
+  userName: { required: true, uniqueness: 'server', mutability: 'immutable' },
   password: { mutability: 'writeOnly', returned: 'never' },
   profileUrl: { type: 'reference', referenceTypes: ['external'] },
   'photos.value': { type: 'reference', referenceTypes: ['external'] },
@@ -119,7 +122,8 @@ const CHARACTERISTICS: Record<string, Characteristics> = {
   'manager.displayName': { mutability: 'readOnly' },
   'members.value': { mutability: 'immutable' },
   'members.$ref': { referenceTypes: ['User', 'Group'], mutability: 'immutable' },
-  'members.type': { mutability: 'immutable' },
+  // Members are users only (agents are users): nested groups are not kept.
+  'members.type': { mutability: 'immutable', canonicalValues: ['User'] },
   'members.display': { mutability: 'readOnly' },
 };
 
@@ -130,7 +134,7 @@ function definition(
   multiValued: boolean,
   characteristics: Characteristics,
 ): JsonObject {
-  const { referenceTypes, ...rest } = { type, ...characteristics };
+  const { referenceTypes, canonicalValues, ...rest } = { type, ...characteristics };
   return {
     name,
     type: rest.type,
@@ -141,6 +145,7 @@ function definition(
     returned: rest.returned ?? 'default',
     uniqueness: rest.uniqueness ?? 'none',
     ...(referenceTypes ? { referenceTypes } : {}),
+    ...(canonicalValues ? { canonicalValues } : {}),
   };
 }
 

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { type Clock, isJsonObject, systemClock } from '@mcp-identity/common';
+import { type Clock, isJsonObject, type JsonObject, systemClock } from '@mcp-identity/common';
 import { type Db, inTransaction, statement } from '../store/db.js';
 import { ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, invalidSyntax, notFound } from './errors.js';
+import { assertIfMatch } from './etag.js';
 import {
   entryMatches,
   evaluate,
@@ -13,6 +14,7 @@ import {
   valueFilterPolicy,
 } from './filter.js';
 import type { PatchOperation } from './patch.js';
+import type { SortAttribute } from './sort.js';
 
 export const GROUP_NAME_PATTERN = '^[\\S]{3,30}$';
 const GROUP_NAME = new RegExp(GROUP_NAME_PATTERN);
@@ -25,6 +27,8 @@ export type GroupRecord = {
   members: Member[];
   created: string;
   lastModified: string;
+  /** Incremented by every write of the group, its members included (`db.ts` triggers). */
+  version: number;
 };
 
 /**
@@ -77,6 +81,7 @@ export class GroupStore {
           external_id: string | null;
           created_at: string;
           modified_at: string;
+          version: number;
         }
       | undefined;
     if (!row) return undefined;
@@ -92,6 +97,7 @@ export class GroupStore {
       members,
       created: row.created_at,
       lastModified: row.modified_at,
+      version: row.version,
     };
   }
 
@@ -103,11 +109,13 @@ export class GroupStore {
     return tree ? groups.filter((g) => evaluate(tree, groupSubject(g))) : groups;
   }
 
-  replace(id: string, body: unknown): GroupRecord {
+  /** `ifMatch`: the request's `If-Match`, checked in the write's transaction (see `etag.ts`). */
+  replace(id: string, body: unknown, ifMatch?: string): GroupRecord {
     if (!isJsonObject(body)) throw invalidSyntax('The request body must be a JSON object.');
     return inTransaction(this.db, () => {
       const group = this.find(id);
       if (!group) throw notFound(`No group with the id : ${id} in the user store.`);
+      assertIfMatch(ifMatch, group.version);
       if (body.displayName !== undefined) this.rename(group, body.displayName);
       this.setExternalId(id, readExternalId(body.externalId));
       statement(this.db, 'DELETE FROM group_members WHERE group_id = ?').run(id);
@@ -118,10 +126,11 @@ export class GroupStore {
   }
 
   /** Applies a PatchOp atomically: concurrent member patches serialise on the write lock. */
-  patch(id: string, operations: PatchOperation[]): GroupRecord {
+  patch(id: string, operations: PatchOperation[], ifMatch?: string): GroupRecord {
     return inTransaction(this.db, () => {
       const group = this.find(id);
       if (!group) throw notFound(`No group with the id : ${id} in the user store.`);
+      assertIfMatch(ifMatch, group.version);
       for (const operation of operations) {
         for (const [path, value] of splitOperation(operation)) {
           this.applyOperation(group, operation.op, path, value);
@@ -132,10 +141,17 @@ export class GroupStore {
     });
   }
 
-  delete(id: string): void {
-    if (statement(this.db, 'DELETE FROM groups_ WHERE id = ?').run(id).changes === 0) {
-      throw notFound('Specified resource (e.g., Group) or endpoint does not exist.');
-    }
+  delete(id: string, ifMatch?: string): void {
+    inTransaction(this.db, () => {
+      const version = statement(this.db, 'SELECT version FROM groups_ WHERE id = ?')
+        .pluck()
+        .get(id) as number | undefined;
+      if (version === undefined) {
+        throw notFound('Specified resource (e.g., Group) or endpoint does not exist.');
+      }
+      assertIfMatch(ifMatch, version);
+      statement(this.db, 'DELETE FROM groups_ WHERE id = ?').run(id);
+    });
   }
 
   /** The groups of each of `userIds` (one query for a whole page of users). */
@@ -230,10 +246,10 @@ export class GroupStore {
   }
 
   private touch(id: string): void {
-    statement(this.db, 'UPDATE groups_ SET modified_at = ? WHERE id = ?').run(
-      new Date(this.clock()).toISOString(),
-      id,
-    );
+    statement(
+      this.db,
+      'UPDATE groups_ SET modified_at = ?, version = version + 1 WHERE id = ?',
+    ).run(new Date(this.clock()).toISOString(), id);
   }
 
   private assertNameFree(name: string): void {
@@ -355,6 +371,8 @@ function groupSubject(group: GroupRecord): FilterSubject {
           return group.members.map((m) => m.value);
         case 'members.display':
           return group.members.map((m) => m.display);
+        case 'members.type':
+          return group.members.map(() => 'User');
         case 'meta.created':
           return [group.created];
         default:
@@ -371,6 +389,7 @@ const GROUP_FILTER_KEYS = [
   'externalId',
   'members.value',
   'members.display',
+  'members.type',
   'meta.created',
   'meta.lastModified',
 ];
@@ -391,5 +410,28 @@ export function groupValuePath(attribute: string) {
       const key = groupFilterKey(`members.${sub}`);
       return key?.startsWith('members.') ? key : undefined;
     },
+  };
+}
+
+/** What a group sorts by (RFC 7644 §3.4.2.3): its filterable attributes; `members` by value. */
+export function groupSortAttribute(attribute: string): SortAttribute | undefined {
+  const key = groupFilterKey(attribute);
+  if (!key) return undefined;
+  const path = key.split('.');
+  return {
+    path,
+    multiValued: path[0] === 'members',
+    caseExact: key !== 'displayName' && key !== 'members.display',
+  };
+}
+
+/** A group as `sortValue` reads it: the attributes of its representation. */
+export function groupSortView(group: GroupRecord): JsonObject {
+  return {
+    id: group.id,
+    displayName: group.displayName,
+    ...(group.externalId === undefined ? {} : { externalId: group.externalId }),
+    members: group.members,
+    meta: { created: group.created, lastModified: group.lastModified },
   };
 }

@@ -1,4 +1,5 @@
 import type { JsonObject } from '@mcp-identity/common';
+import { etagOf } from './etag.js';
 import type { GroupRecord } from './groups.js';
 import type { RoleRecord } from './roles.js';
 import { AGENT_SCHEMA, CORE_USER, CUSTOM_USER, ENTERPRISE_USER, WSO2_USER } from './user-schema.js';
@@ -43,7 +44,7 @@ export function renderUser(
 ): JsonObject {
   const { id, meta, userName, ...rest } = record as JsonObject & {
     id: string;
-    meta: { created: string; lastModified: string };
+    meta: { created: string; lastModified: string; version: number };
   };
   return {
     schemas: kind === 'agent' ? [...USER_SCHEMAS, AGENT_SCHEMA] : USER_SCHEMAS,
@@ -63,6 +64,7 @@ export function renderUser(
       lastModified: meta.lastModified,
       resourceType: kind === 'agent' ? 'Agent' : 'User',
       location: locations.user(kind, id),
+      version: etagOf(meta.version),
     },
   };
 }
@@ -76,6 +78,7 @@ export function renderGroup(group: GroupRecord, locations: Locations): JsonObjec
       lastModified: group.lastModified,
       location: locations.group(group.id),
       resourceType: 'Group',
+      version: etagOf(group.version),
     },
     ...(group.members.length
       ? {

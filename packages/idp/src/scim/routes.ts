@@ -17,6 +17,7 @@ import {
   VALVE_CONTENT_TYPE,
   valveErrorBody,
 } from './errors.js';
+import { tagMatches } from './etag.js';
 import { assertSelfServicePatch, selfServiceReplacement } from './me.js';
 import { readPatchOperations } from './patch.js';
 import { projectBody, readProjection } from './projection.js';
@@ -106,6 +107,7 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
   const accessOf = (request: FastifyRequest): RequestAccess =>
     access.get(request) ?? { granted: false, scopes: new Set(), held: new Set() };
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
+  const ifMatchOf = (request: FastifyRequest) => headerOf(request, 'if-match');
   const listQuery = (request: FastifyRequest): ListQuery => {
     const q = request.query as Record<string, unknown>;
     return {
@@ -145,16 +147,28 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
       sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), search)),
     );
     app.get(`${prefix}/:id`, async (request, reply) =>
-      sendScim(reply, projected(listQuery(request), service.getUser(kind, idOf(request)))),
+      sendScim(
+        reply,
+        unlessNotModified(
+          request,
+          projected(listQuery(request), service.getUser(kind, idOf(request))),
+        ),
+      ),
     );
     app.put(`${prefix}/:id`, async (request, reply) =>
-      sendScim(reply, await service.replaceUser(kind, idOf(request), readJson(request))),
+      sendScim(
+        reply,
+        await service.replaceUser(kind, idOf(request), readJson(request), ifMatchOf(request)),
+      ),
     );
     app.patch(`${prefix}/:id`, async (request, reply) =>
-      sendScim(reply, await service.patchUser(kind, idOf(request), readJson(request))),
+      sendScim(
+        reply,
+        await service.patchUser(kind, idOf(request), readJson(request), ifMatchOf(request)),
+      ),
     );
     app.delete(`${prefix}/:id`, async (request, reply) =>
-      sendScim(reply, service.deleteUser(kind, idOf(request))),
+      sendScim(reply, service.deleteUser(kind, idOf(request), ifMatchOf(request))),
     );
   };
   // Root search over Users and Groups; needs both list scopes (scopes.ts).
@@ -180,16 +194,25 @@ export async function scimRoutes(app: FastifyInstance, options: ScimRouteOptions
     sendScim(reply, await list(ScimService.readSearchRequest(readJson(request)), searchGroups)),
   );
   app.get('/Groups/:id', async (request, reply) =>
-    sendScim(reply, projected(listQuery(request), service.getGroup(idOf(request)))),
+    sendScim(
+      reply,
+      unlessNotModified(request, projected(listQuery(request), service.getGroup(idOf(request)))),
+    ),
   );
   app.put('/Groups/:id', async (request, reply) =>
-    sendScim(reply, service.replaceGroup(idOf(request), readJson(request), accessOf(request))),
+    sendScim(
+      reply,
+      service.replaceGroup(idOf(request), readJson(request), accessOf(request), ifMatchOf(request)),
+    ),
   );
   app.patch('/Groups/:id', async (request, reply) =>
-    sendScim(reply, service.patchGroup(idOf(request), readJson(request), accessOf(request))),
+    sendScim(
+      reply,
+      service.patchGroup(idOf(request), readJson(request), accessOf(request), ifMatchOf(request)),
+    ),
   );
   app.delete('/Groups/:id', async (request, reply) =>
-    sendScim(reply, service.deleteGroup(idOf(request))),
+    sendScim(reply, service.deleteGroup(idOf(request), ifMatchOf(request))),
   );
 
   const roleRoutes = (prefix: string, api: RoleApi) => {
@@ -316,7 +339,23 @@ function valveError(reply: FastifyReply, status: 401 | 403): FastifyReply {
     .send(JSON.stringify(valveErrorBody(status)));
 }
 
+function headerOf(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** A read whose version the client holds (`If-None-Match`) is a 304 without a body (RFC 7232 §4.1). */
+function unlessNotModified(request: FastifyRequest, response: ScimResponse): ScimResponse {
+  const ifNoneMatch = headerOf(request, 'if-none-match');
+  if (ifNoneMatch === undefined || !response.etag || !tagMatches(ifNoneMatch, response.etag)) {
+    return response;
+  }
+  return { status: 304, etag: response.etag };
+}
+
 function sendScim(reply: FastifyReply, response: ScimResponse): FastifyReply {
+  if (response.etag) reply.header('etag', response.etag);
+  if (response.status === 304) return reply.code(304).send();
   reply.code(response.status).header('content-type', SCIM_CONTENT_TYPE);
   if (response.location) reply.header('location', response.location);
   // A Buffer keeps Fastify from appending a charset to WSO2's exact content type.

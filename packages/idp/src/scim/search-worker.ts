@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { InternalError } from '@mcp-identity/common';
 
-/** What the worker answers: the match count and, in id order, the ids asked for. */
+/** What the worker answers: the match count and, in id order (or `ordered`'s), the ids asked for. */
 export type IdsAnswer = { total: number; ids: string[] };
 
 type Pending = { resolve(answer: IdsAnswer): void; reject(error: Error): void };
@@ -16,6 +16,8 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
 db.pragma('busy_timeout = 5000');
+// The main thread's FOLD_FUNCTION (sort.ts): sorts fold case as JavaScript does.
+db.function('scim_fold', { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
 const statements = new Map();
 const counts = new Map();
 let version = -1;
@@ -28,7 +30,7 @@ const prepared = (sql) => {
   }
   return statement;
 };
-parentPort.on('message', ({ id, sql, params, page }) => {
+parentPort.on('message', ({ id, sql, params, page, ordered }) => {
   try {
     const current = prepared('PRAGMA data_version').pluck().get();
     if (current !== version) {
@@ -42,13 +44,15 @@ parentPort.on('message', ({ id, sql, params, page }) => {
       if (counts.size >= 128) counts.delete(counts.keys().next().value);
       counts.set(key, total);
     }
+    const list = ordered ? ordered.sql : 'SELECT user_id FROM (' + sql + ') ORDER BY user_id';
+    const listParams = ordered ? ordered.params : params;
     let ids = [];
     if (!page) {
-      ids = prepared('SELECT user_id FROM (' + sql + ') ORDER BY user_id').pluck().all(...params);
+      ids = prepared(list).pluck().all(...listParams);
     } else if (page.count > 0 && total >= page.startIndex) {
-      ids = prepared('SELECT user_id FROM (' + sql + ') ORDER BY user_id LIMIT ? OFFSET ?')
+      ids = prepared(list + ' LIMIT ? OFFSET ?')
         .pluck()
-        .all(...params, page.count, page.startIndex - 1);
+        .all(...listParams, page.count, page.startIndex - 1);
     }
     parentPort.postMessage({ id, total, ids });
   } catch (error) {
@@ -72,18 +76,22 @@ export class SearchWorker {
 
   constructor(private readonly file: string) {}
 
-  /** Count and ids of `sql` (selecting `user_id`): one page when `page` is given, else all. */
+  /**
+   * Count and ids of `sql` (selecting `user_id`): one page when `page` is given, else all; in
+   * id order, or in the order of `ordered` (the same ids, sorted).
+   */
   run(
     sql: string,
     params: readonly unknown[],
     page?: { startIndex: number; count: number },
+    ordered?: { sql: string; params: readonly unknown[] },
   ): Promise<IdsAnswer> {
     const worker = this.start();
     const id = this.nextId++;
     clearTimeout(this.idle);
     return new Promise<IdsAnswer>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, sql, params, page });
+      worker.postMessage({ id, sql, params, page, ordered });
     });
   }
 

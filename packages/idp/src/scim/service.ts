@@ -10,7 +10,14 @@ import {
   parseFilter,
   UNKNOWN_FILTER_ATTRIBUTE,
 } from './filter.js';
-import { type GroupStore, groupFilterKey, groupValuePath } from './groups.js';
+import {
+  type GroupRecord,
+  type GroupStore,
+  groupFilterKey,
+  groupSortAttribute,
+  groupSortView,
+  groupValuePath,
+} from './groups.js';
 import { readPatchOperations } from './patch.js';
 import {
   assertMayGrant,
@@ -30,9 +37,18 @@ import {
 } from './render.js';
 import { RoleStore, roleFilterKey } from './roles.js';
 import { ROLE_OPERATION_SCOPES } from './scopes.js';
+import {
+  compareSortValues,
+  readSort,
+  type Sort,
+  sortResources,
+  sortValue,
+  UNKNOWN_SORT_ATTRIBUTE,
+} from './sort.js';
 import type { Page, UserKind, UserStore } from './users.js';
 
-export type ScimResponse = { status: number; body?: JsonObject; location?: string };
+/** `etag`: the single resource's version (`meta.version`), sent as the `ETag` header. */
+export type ScimResponse = { status: number; body?: JsonObject; location?: string; etag?: string };
 
 /** What the valve decided for the request: operation scopes are checked when not `granted`. */
 export type Access = {
@@ -54,6 +70,8 @@ export type ListQuery = {
 
 const DEFAULT_COUNT = 100;
 const MAX_COUNT = 200;
+/** How far a sorted root search reads into each resource type (see `searchAllSorted`). */
+const MAX_SORTED_ROOT_WINDOW = 5 * MAX_COUNT;
 
 const ops = (...names: FilterOperator[]) => new Set<FilterOperator>(names);
 const logic = (...names: FilterLogic[]) => new Set<FilterLogic>(names);
@@ -78,6 +96,7 @@ export class ScimService {
       status: 201,
       body: password === undefined ? rendered : { ...rendered, password },
       location: this.locations.user(kind, row.id as string),
+      etag: versionOf(rendered),
     };
   }
 
@@ -85,24 +104,44 @@ export class ScimService {
     return this.userResponse(kind, this.users.get(kind, id));
   }
 
-  async replaceUser(kind: UserKind, id: string, body: unknown): Promise<ScimResponse> {
-    return this.userResponse(kind, await this.users.replace(kind, id, body));
+  // `ifMatch` (writes): the request's If-Match, RFC 7644 §3.14.
+
+  async replaceUser(
+    kind: UserKind,
+    id: string,
+    body: unknown,
+    ifMatch?: string,
+  ): Promise<ScimResponse> {
+    return this.userResponse(kind, await this.users.replace(kind, id, body, ifMatch));
   }
 
-  async patchUser(kind: UserKind, id: string, body: unknown): Promise<ScimResponse> {
-    return this.userResponse(kind, await this.users.patch(kind, id, readPatchOperations(body)));
+  async patchUser(
+    kind: UserKind,
+    id: string,
+    body: unknown,
+    ifMatch?: string,
+  ): Promise<ScimResponse> {
+    const operations = readPatchOperations(body);
+    return this.userResponse(kind, await this.users.patch(kind, id, operations, ifMatch));
   }
 
-  deleteUser(kind: UserKind, id: string): ScimResponse {
-    this.users.delete(kind, id);
+  deleteUser(kind: UserKind, id: string, ifMatch?: string): ScimResponse {
+    this.users.delete(kind, id, ifMatch);
     return { status: 204 };
   }
 
   async listUsers(kind: UserKind, query: ListQuery): Promise<ScimResponse> {
-    if (query.sortBy !== undefined || query.sortOrder !== undefined) {
-      throw new ScimError(501, 'Sorting is not supported');
-    }
+    const page = readPage(query);
+    const { total, rows } = await this.searchUsers(kind, query, page);
+    return {
+      status: 200,
+      body: listResponse(total, page.startIndex, this.renderUsers(kind, rows)),
+    };
+  }
+
+  private searchUsers(kind: UserKind, query: ListQuery, page: Page) {
     const schema = this.users.schema();
+    const sort = readSort(query.sortBy, query.sortOrder, (a) => schema.sortAttribute(a));
     const tree = this.filterTree(query.filter, {
       operators: ALL_OPERATORS,
       logic: ALL_LOGIC,
@@ -113,12 +152,7 @@ export class ScimService {
       unsupportedLogic: (op) => invalidFilter(`Unsupported Operation: ${op}`),
       unknownAttribute: UNKNOWN_FILTER_ATTRIBUTE,
     });
-    const page = readPage(query);
-    const { total, rows } = await this.users.search(kind, tree, page);
-    return {
-      status: 200,
-      body: listResponse(total, page.startIndex, this.renderUsers(kind, rows)),
-    };
+    return this.users.search(kind, tree, page, sort);
   }
 
   /**
@@ -127,6 +161,7 @@ export class ScimService {
    */
   async searchAll(query: ListQuery): Promise<ScimResponse> {
     const page = readPage(query);
+    if (query.sortBy !== undefined && query.sortBy !== '') return this.searchAllSorted(query, page);
     const users = await noneIfUnknownAttribute(() =>
       this.listUsers('user', { ...query, startIndex: page.startIndex, count: page.count }),
     );
@@ -145,41 +180,98 @@ export class ScimService {
     return { status: 200, body: listResponse(total, page.startIndex, resources) };
   }
 
+  /**
+   * A sorted root search: the first `startIndex + count - 1` users and groups in sort order,
+   * merged. An attribute one resource type lacks is a missing value there (sorted last).
+   * Reading is bounded by MAX_SORTED_ROOT_WINDOW resources of each type.
+   */
+  private async searchAllSorted(query: ListQuery, page: Page): Promise<ScimResponse> {
+    const window = page.startIndex - 1 + page.count;
+    if (window > MAX_SORTED_ROOT_WINDOW) {
+      throw badRequest(
+        `A sorted root search answers the first ${MAX_SORTED_ROOT_WINDOW} resources: startIndex + count - 1 must not exceed it.`,
+      );
+    }
+    const schema = this.users.schema();
+    const userSort = noneIfUnsortable(() =>
+      readSort(query.sortBy, query.sortOrder, (a) => schema.sortAttribute(a)),
+    );
+    const groupSort = noneIfUnsortable(() =>
+      readSort(query.sortBy, query.sortOrder, groupSortAttribute),
+    );
+    const sort = userSort ?? groupSort;
+    // Neither type knows the attribute: the users' error says so.
+    if (!sort) readSort(query.sortBy, query.sortOrder, (a) => schema.sortAttribute(a));
+    const byType = (q: ListQuery, typeSort: Sort | undefined): ListQuery => ({
+      ...q,
+      sortBy: typeSort ? q.sortBy : undefined,
+    });
+    const users = await noneIfUnknownAttribute(() =>
+      this.searchUsers('user', byType(query, userSort), { startIndex: 1, count: window }),
+    );
+    const groups = await noneIfUnknownAttribute(() => this.sortedGroups(byType(query, groupSort)));
+    if (!users && !groups) throw UNKNOWN_FILTER_ATTRIBUTE();
+    type Entry = { key: string | number | undefined; render: () => JsonObject };
+    const userEntries: Entry[] = this.renderUsers('user', users?.rows ?? []).map((u, i) => ({
+      key: userSort ? sortValue(users!.rows[i]!, userSort) : undefined,
+      render: () => u,
+    }));
+    const groupEntries: Entry[] = (groups ?? []).slice(0, window).map((g) => ({
+      key: groupSort ? sortValue(groupSortView(g), groupSort) : undefined,
+      render: () => renderGroup(g, this.locations),
+    }));
+    const merged: Entry[] = [];
+    let [u, g] = [0, 0];
+    while (merged.length < window && (u < userEntries.length || g < groupEntries.length)) {
+      const takeUser =
+        g >= groupEntries.length ||
+        (u < userEntries.length &&
+          compareSortValues(userEntries[u]!.key, groupEntries[g]!.key, sort!.descending) <= 0);
+      merged.push(takeUser ? userEntries[u++]! : groupEntries[g++]!);
+    }
+    const total = (users?.total ?? 0) + (groups?.length ?? 0);
+    const resources = merged.slice(page.startIndex - 1).map((e) => e.render());
+    return { status: 200, body: listResponse(total, page.startIndex, resources) };
+  }
+
   // Groups
 
   createGroup(body: unknown): ScimResponse {
     const group = this.groups.create(body);
-    return {
-      status: 201,
-      body: renderGroup(group, this.locations),
-      location: this.locations.group(group.id),
-    };
+    return { ...this.groupResponse(group), status: 201 };
   }
 
   getGroup(id: string): ScimResponse {
     return this.groupResponse(this.groups.get(id));
   }
 
-  replaceGroup(id: string, body: unknown, access: Access): ScimResponse {
+  replaceGroup(id: string, body: unknown, access: Access, ifMatch?: string): ScimResponse {
     if (groupWriteAddsMembers(body))
       assertMayGrant(access, permissionsOfGroup(this.roles, id), 'update');
-    return this.groupResponse(this.groups.replace(id, body));
+    return this.groupResponse(this.groups.replace(id, body, ifMatch));
   }
 
-  patchGroup(id: string, body: unknown, access: Access): ScimResponse {
+  patchGroup(id: string, body: unknown, access: Access, ifMatch?: string): ScimResponse {
     const operations = readPatchOperations(body);
     if (groupWriteAddsMembers(operations)) {
       assertMayGrant(access, permissionsOfGroup(this.roles, id), 'update');
     }
-    return this.groupResponse(this.groups.patch(id, operations));
+    return this.groupResponse(this.groups.patch(id, operations, ifMatch));
   }
 
-  deleteGroup(id: string): ScimResponse {
-    this.groups.delete(id);
+  deleteGroup(id: string, ifMatch?: string): ScimResponse {
+    this.groups.delete(id, ifMatch);
     return { status: 204 };
   }
 
   listGroups(query: ListQuery): ScimResponse {
+    const page = readPage(query);
+    return this.page(page, this.sortedGroups(query), (g) => renderGroup(g, this.locations));
+  }
+
+  /** The groups a query selects, in its sort order (groups are read whole, see `list`). */
+  private sortedGroups(query: ListQuery): GroupRecord[] {
+    const sort = readSort(query.sortBy, query.sortOrder, groupSortAttribute);
     const tree = this.filterTree(query.filter, {
       operators: ALL_OPERATORS,
       logic: ALL_LOGIC,
@@ -190,8 +282,8 @@ export class ScimService {
       unsupportedLogic: (op) => invalidFilter(`Unsupported Operation: ${op}`),
       unknownAttribute: UNKNOWN_FILTER_ATTRIBUTE,
     });
-    const page = readPage(query);
-    return this.page(page, this.groups.list(tree), (g) => renderGroup(g, this.locations));
+    const groups = this.groups.list(tree);
+    return sort ? sortResources(groups, sort, groupSortView) : groups;
   }
 
   // Roles (v2, and v1 with its own locations and permission shape)
@@ -301,15 +393,17 @@ export class ScimService {
 
   private userResponse(kind: UserKind, record: JsonObject): ScimResponse {
     const body = this.renderUser(kind, record);
-    return { status: 200, body, location: this.locations.user(kind, record.id as string) };
+    return {
+      status: 200,
+      body,
+      location: this.locations.user(kind, record.id as string),
+      etag: versionOf(body),
+    };
   }
 
   private groupResponse(group: ReturnType<GroupStore['get']>): ScimResponse {
-    return {
-      status: 200,
-      body: renderGroup(group, this.locations),
-      location: this.locations.group(group.id),
-    };
+    const body = renderGroup(group, this.locations);
+    return { status: 200, body, location: this.locations.group(group.id), etag: versionOf(body) };
   }
 
   private roleResponse(role: ReturnType<RoleStore['get']>, api: RoleApi): ScimResponse {
@@ -319,6 +413,12 @@ export class ScimService {
       location: this.locations.role(role.id, api),
     };
   }
+}
+
+/** A rendered resource's `meta.version`. */
+function versionOf(resource: JsonObject): string | undefined {
+  const meta = resource.meta as JsonObject | undefined;
+  return typeof meta?.version === 'string' ? meta.version : undefined;
 }
 
 /**
@@ -350,15 +450,23 @@ function readInteger(value: unknown, name: string): number | undefined {
  * capped at the advertised `maxResults`.
  */
 /** A search's answer, or undefined when its filter names an attribute the resource lacks. */
-async function noneIfUnknownAttribute(
-  run: () => ScimResponse | Promise<ScimResponse>,
-): Promise<ScimResponse | undefined> {
+async function noneIfUnknownAttribute<T>(run: () => T | Promise<T>): Promise<T | undefined> {
   try {
     return await run();
   } catch (error) {
     if (error instanceof ScimError && error.detail === UNKNOWN_FILTER_ATTRIBUTE().detail) {
       return undefined;
     }
+    throw error;
+  }
+}
+
+/** A root search's sort for one resource type, or undefined when the type lacks the attribute. */
+function noneIfUnsortable(read: () => Sort | undefined): Sort | undefined {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof ScimError && error.detail === UNKNOWN_SORT_ATTRIBUTE) return undefined;
     throw error;
   }
 }

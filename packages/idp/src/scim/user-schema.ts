@@ -1,5 +1,6 @@
 import { isJsonObject, type JsonObject } from '@mcp-identity/common';
 import { badRequest } from './errors.js';
+import type { SortAttribute } from './sort.js';
 
 export const CORE_USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const ENTERPRISE_USER = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
@@ -157,6 +158,38 @@ export class UserSchema {
     };
   }
 
+  /**
+   * What a user sorts by for `sortBy` (RFC 7644 §3.4.2.3): a single-valued attribute or
+   * sub-attribute, or a sub-attribute of a multi-valued one (`emails` meaning `emails.value`).
+   * Read-only relations (`groups`, `roles`), `password` and type shorthands are not sortable.
+   */
+  sortAttribute(attribute: string): SortAttribute | undefined {
+    const key = attribute.toLowerCase() === 'id' ? 'id' : this.filterKey(attribute);
+    if (!key) return undefined;
+    if (key === 'id') return { path: ['id'], multiValued: false, caseExact: true };
+    if (key.startsWith('meta.')) {
+      return { path: key.split('.'), multiValued: false, caseExact: true };
+    }
+    if (key.startsWith('urn:')) {
+      const cut = key.lastIndexOf(':');
+      const [name, sub] = key.slice(cut + 1).split('.');
+      const urn = key.slice(0, cut);
+      const spec = this.extensionAttribute(urn, name!)!;
+      const path = sub ? [urn, spec.name, sub] : [urn, spec.name];
+      return { path, multiValued: false, caseExact: spec.type !== 'string' || sub === '$ref' };
+    }
+    const [name, given] = key.split('.');
+    const spec = this.coreAttribute(name!)!;
+    if (spec.readOnly) return undefined;
+    const sub = given ?? (spec.multiValued ? 'value' : undefined);
+    if (sub !== undefined && !spec.subAttributes?.includes(sub)) return undefined;
+    return {
+      path: sub === undefined ? [spec.name] : [spec.name, sub],
+      multiValued: spec.multiValued === true,
+      caseExact: CASE_EXACT.has(spec.name) || sub === '$ref' || spec.type === 'boolean',
+    };
+  }
+
   /** Whether a canonical filter key can have several values per user. */
   isMultiValued(key: string): boolean {
     if (key.toLowerCase().startsWith('urn:')) return false;
@@ -180,7 +213,8 @@ export class UserSchema {
       const spec = urn && name ? this.extensionAttribute(urn, name) : undefined;
       if (!urn || !spec) return undefined;
       if (spec.type === 'complex') {
-        return sub?.toLowerCase() === 'value' ? `${urn}:${spec.name}.value` : undefined;
+        const subName = spec.subAttributes?.find((s) => s.toLowerCase() === sub?.toLowerCase());
+        return subName ? `${urn}:${spec.name}.${subName}` : undefined;
       }
       return sub ? undefined : `${urn}:${spec.name}`;
     }
@@ -203,6 +237,9 @@ export class UserSchema {
       : undefined;
   }
 }
+
+/** Core attributes whose strings compare case-exactly (RFC 7643 §4.1, our /Schemas). */
+const CASE_EXACT = new Set(['id', 'externalId']);
 
 function findSpec(specs: readonly AttributeSpec[], name: string): AttributeSpec | undefined {
   const lower = name.toLowerCase();
@@ -239,7 +276,8 @@ export function indexedValues(doc: JsonObject, schema: UserSchema): [string, str
     for (const spec of specs) {
       const value = ext[spec.name];
       if (spec.type === 'complex') {
-        if (isJsonObject(value)) add(`${urn}:${spec.name}.value`, value.value);
+        if (!isJsonObject(value)) continue;
+        for (const sub of spec.subAttributes ?? []) add(`${urn}:${spec.name}.${sub}`, value[sub]);
       } else {
         add(`${urn}:${spec.name}`, value);
       }

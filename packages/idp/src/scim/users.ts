@@ -11,6 +11,7 @@ import {
 import { type Db, inTransaction, statement } from '../store/db.js';
 import { ReadCache } from '../store/read-cache.js';
 import { badRequest, conflict, notFound } from './errors.js';
+import { assertIfMatch } from './etag.js';
 import {
   type Comparison,
   evaluate,
@@ -21,6 +22,7 @@ import {
 } from './filter.js';
 import type { PatchOperation } from './patch.js';
 import { type IdsAnswer, SearchWorker } from './search-worker.js';
+import { FOLD_FUNCTION, type Sort, userOrderSql } from './sort.js';
 import { applyUserPatch } from './user-patch.js';
 import {
   AGENT_ATTRIBUTES,
@@ -44,6 +46,7 @@ type UserRow = {
   doc: string;
   created_at: string;
   modified_at: string;
+  version: number;
 };
 
 export type Page = { startIndex: number; count: number };
@@ -90,6 +93,7 @@ export class UserStore {
     private readonly clock: Clock = systemClock,
   ) {
     this.pages = new ReadCache(db, 64);
+    db.function(FOLD_FUNCTION.name, { deterministic: true }, FOLD_FUNCTION.fold);
     // Writes through this store clear these two (`clearSearchCaches`).
     this.counts = new ReadCache(db, COUNT_CACHE_SIZE, false);
     this.narrow = new ReadCache(db, COUNT_CACHE_SIZE, false);
@@ -168,7 +172,8 @@ export class UserStore {
     return row ? toRecord(row) : undefined;
   }
 
-  async replace(kind: UserKind, id: string, body: unknown): Promise<JsonObject> {
+  /** `ifMatch`: the request's `If-Match`, checked in the write's transaction (see `etag.ts`). */
+  async replace(kind: UserKind, id: string, body: unknown, ifMatch?: string): Promise<JsonObject> {
     const existing = this.getRow(kind, id);
     if (!existing) throw notFound(`No user with the id : ${id} in the user store.`);
     const { doc, password } = this.normalize(body, kind);
@@ -178,11 +183,20 @@ export class UserStore {
       assertAgentFields(doc);
     }
     this.assertUserNameUnchanged(existing, doc.userName);
-    await this.write(kind, id, doc, password);
-    return this.get(kind, id);
+    checkPasswordPolicy(kind, password);
+    const passwordHash = password === undefined ? undefined : await hashSecret(password);
+    return inTransaction(this.db, () => {
+      this.writeRow(kind, id, doc, passwordHash, ifMatch);
+      return this.get(kind, id);
+    });
   }
 
-  async patch(kind: UserKind, id: string, operations: PatchOperation[]): Promise<JsonObject> {
+  async patch(
+    kind: UserKind,
+    id: string,
+    operations: PatchOperation[],
+    ifMatch?: string,
+  ): Promise<JsonObject> {
     const schema = this.schema();
     const apply = (): { doc: JsonObject; password?: string } => {
       const existing = this.getRow(kind, id);
@@ -200,17 +214,27 @@ export class UserStore {
     checkPasswordPolicy(kind, password);
     const passwordHash = password === undefined ? undefined : await hashSecret(password);
     return inTransaction(this.db, () => {
-      this.writeRow(kind, id, apply().doc, passwordHash);
+      this.writeRow(kind, id, apply().doc, passwordHash, ifMatch);
       return this.get(kind, id);
     });
   }
 
-  delete(kind: UserKind, id: string): void {
+  delete(kind: UserKind, id: string, ifMatch?: string): void {
     this.clearSearchCaches();
-    const changes = statement(this.db, 'DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
-    if (changes.changes === 0) {
-      throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
-    }
+    inTransaction(this.db, () => {
+      const version = this.versionOf(kind, id);
+      if (version === undefined) {
+        throw notFound('Specified resource (e.g., User) or endpoint does not exist.');
+      }
+      assertIfMatch(ifMatch, version);
+      statement(this.db, 'DELETE FROM users WHERE id = ? AND kind = ?').run(id, kind);
+    });
+  }
+
+  private versionOf(kind: UserKind, id: string): number | undefined {
+    return statement(this.db, 'SELECT version FROM users WHERE id = ? AND kind = ?')
+      .pluck()
+      .get(id, kind) as number | undefined;
   }
 
   /**
@@ -221,20 +245,31 @@ export class UserStore {
    * data, and must not hold the event loop); candidates are checked in slices between which
    * the event loop runs. An in-memory database has no second connection: it runs inline. A
    * single `eq`/`sw` comparison with few matches is answered here (see `narrowSearch`).
+   * With a `sort`, SQLite orders the matches (RFC 7644 §3.4.2.3: before paging) and only the
+   * page's ids (or, for value filters, the candidates' ids, as without one) come back.
    */
-  async search(kind: UserKind, tree: FilterTree | undefined, page: Page): Promise<SearchResult> {
-    if (this.db.memory) return this.searchInline(kind, tree, page);
-    const narrow = tree ? this.narrowSearch(kind, tree, page) : undefined;
+  async search(
+    kind: UserKind,
+    tree: FilterTree | undefined,
+    page: Page,
+    sort?: Sort,
+  ): Promise<SearchResult> {
+    if (this.db.memory) return this.searchInline(kind, tree, page, sort);
+    const narrow = tree ? this.narrowSearch(kind, tree, page, sort) : undefined;
     if (narrow) return narrow;
     this.worker ??= new SearchWorker(this.db.name);
     const [ids, params] = this.idsSql(kind, tree);
     const exact = tree !== undefined && hasValueFilter(tree);
+    const ordered = sort && {
+      sql: `SELECT u.id AS user_id FROM users u WHERE u.id IN (${ids}) ORDER BY ${userOrderSql(sort)}`,
+      params,
+    };
     let answer: IdsAnswer;
     try {
-      answer = await this.worker.run(ids, params, exact ? undefined : page);
+      answer = await this.worker.run(ids, params, exact ? undefined : page, ordered);
     } catch {
       // A worker that cannot run (or failed) must not fail the search: answer it here.
-      return this.searchInline(kind, tree, page);
+      return this.searchInline(kind, tree, page, sort);
     }
     if (!tree || !exact) return { total: answer.total, rows: this.rowsByIds(answer.ids) };
     const candidates = answer.ids;
@@ -248,16 +283,26 @@ export class UserStore {
   }
 
   /** The same search on the calling thread (an in-memory database, or no worker). */
-  private searchInline(kind: UserKind, tree: FilterTree | undefined, page: Page): SearchResult {
+  private searchInline(
+    kind: UserKind,
+    tree: FilterTree | undefined,
+    page: Page,
+    sort: Sort | undefined,
+  ): SearchResult {
     const [ids, params] = this.idsSql(kind, tree);
-    if (tree && hasValueFilter(tree)) return this.checkCandidates(tree, ids, params, page);
+    const order = sort ? userOrderSql(sort) : 'u.id';
+    if (tree && hasValueFilter(tree)) return this.checkCandidates(tree, ids, params, page, order);
     const total = this.count(ids, params);
     if (page.count === 0 || total < page.startIndex) return { total, rows: [] };
-    const rows = statement(
-      this.db,
-      `SELECT u.* FROM users u WHERE u.id IN
-       (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`,
-    ).all(...params, page.count, page.startIndex - 1) as UserRow[];
+    const sql = sort
+      ? `SELECT u.* FROM users u WHERE u.id IN (${ids}) ORDER BY ${order} LIMIT ? OFFSET ?`
+      : `SELECT u.* FROM users u WHERE u.id IN
+         (SELECT user_id FROM (${ids}) ORDER BY user_id LIMIT ? OFFSET ?) ORDER BY u.id`;
+    const rows = statement(this.db, sql).all(
+      ...params,
+      page.count,
+      page.startIndex - 1,
+    ) as UserRow[];
     return { total, rows: rows.map(toRecord) };
   }
 
@@ -267,7 +312,12 @@ export class UserStore {
    * NARROW_MATCHES users the answer (the same as `searchInline`'s) is cut here. Undefined when
    * the filter has another shape or more matches: the search goes to the worker.
    */
-  private narrowSearch(kind: UserKind, tree: FilterTree, page: Page): SearchResult | undefined {
+  private narrowSearch(
+    kind: UserKind,
+    tree: FilterTree,
+    page: Page,
+    sort: Sort | undefined,
+  ): SearchResult | undefined {
     if (tree.op !== 'eq' && tree.op !== 'sw') return undefined;
     const comparison = tree as Comparison;
     const schema = this.schema();
@@ -284,8 +334,18 @@ export class UserStore {
       return found.length > NARROW_MATCHES ? undefined : found.sort();
     });
     if (!ids) return undefined;
+    // At most NARROW_MATCHES ids: ordering them is bounded work too.
+    const ordered = sort
+      ? (statement(
+          this.db,
+          `SELECT u.id FROM users u WHERE u.id IN (SELECT value FROM json_each(?))
+           ORDER BY ${userOrderSql(sort)}`,
+        )
+          .pluck()
+          .all(JSON.stringify(ids)) as string[])
+      : ids;
     const from = page.startIndex - 1;
-    return { total: ids.length, rows: this.rowsByIds(ids.slice(from, from + page.count)) };
+    return { total: ids.length, rows: this.rowsByIds(ordered.slice(from, from + page.count)) };
   }
 
   /** Stops the search worker (the database is being closed). */
@@ -300,12 +360,15 @@ export class UserStore {
       : ['SELECT id AS user_id FROM users WHERE kind = ?', [kind]];
   }
 
+  /** The rows of `ids`, in the order of `ids` (id order, or a sort's). */
   private rawRowsByIds(ids: readonly string[]): UserRow[] {
     if (ids.length === 0) return [];
-    return statement(
+    const rows = statement(
       this.db,
-      'SELECT * FROM users WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id',
+      'SELECT * FROM users WHERE id IN (SELECT value FROM json_each(?))',
     ).all(JSON.stringify(ids)) as UserRow[];
+    const position = new Map(ids.map((id, i) => [id, i]));
+    return rows.sort((a, b) => position.get(a.id)! - position.get(b.id)!);
   }
 
   /** A page of users (a page is short: its ids are the cache key). */
@@ -338,10 +401,11 @@ export class UserStore {
     ids: string,
     params: unknown[],
     page: Page,
+    order: string,
   ): SearchResult {
     const rows = statement(
       this.db,
-      `SELECT u.* FROM users u WHERE u.id IN (${ids}) ORDER BY u.id`,
+      `SELECT u.* FROM users u WHERE u.id IN (${ids}) ORDER BY ${order}`,
     ).iterate(...params) as IterableIterator<UserRow>;
     return this.collect(rows, tree, page);
   }
@@ -413,27 +477,22 @@ export class UserStore {
     });
   }
 
-  private async write(
-    kind: UserKind,
-    id: string,
-    doc: JsonObject,
-    password?: string,
-  ): Promise<void> {
-    checkPasswordPolicy(kind, password);
-    const passwordHash = password === undefined ? undefined : await hashSecret(password);
-    inTransaction(this.db, () => this.writeRow(kind, id, doc, passwordHash));
-  }
-
+  /** Writes a user inside the caller's transaction, after its `If-Match` precondition. */
   private writeRow(
     kind: UserKind,
     id: string,
     doc: JsonObject,
     passwordHash: string | undefined,
+    ifMatch: string | undefined,
   ): void {
+    const version = this.versionOf(kind, id);
+    if (version === undefined) throw notFound(`No user with the id : ${id} in the user store.`);
+    assertIfMatch(ifMatch, version);
     const at = new Date(this.clock()).toISOString();
     statement(
       this.db,
-      'UPDATE users SET doc = ?, modified_at = ?, password_hash = coalesce(?, password_hash) WHERE id = ?',
+      `UPDATE users SET doc = ?, modified_at = ?, password_hash = coalesce(?, password_hash),
+         version = version + 1 WHERE id = ?`,
     ).run(JSON.stringify(doc), at, passwordHash ?? null, id);
     this.writeIndex(id, kind, doc);
   }
@@ -637,7 +696,7 @@ function toRecord(row: UserRow): JsonObject {
   return {
     ...(JSON.parse(row.doc) as JsonObject),
     id: row.id,
-    meta: { created: row.created_at, lastModified: row.modified_at },
+    meta: { created: row.created_at, lastModified: row.modified_at, version: row.version },
   };
 }
 

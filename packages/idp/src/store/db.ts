@@ -153,6 +153,9 @@ const ADDED_COLUMNS: readonly [string, string, string, string?][] = [
   // RFC 8693: what an application holding the token-exchange grant may exchange (JSON).
   ['apps', 'token_exchange', 'TEXT'],
   ['login_transactions', 'client_id', "TEXT NOT NULL DEFAULT ''"],
+  // SCIM resource versions (RFC 7644 §3.14 ETags): rows that predate them start at version 1.
+  ['users', 'version', 'INTEGER NOT NULL DEFAULT 1'],
+  ['groups_', 'version', 'INTEGER NOT NULL DEFAULT 1'],
 ];
 
 // Indexes on added columns, and triggers: a deleted or disabled user keeps no refresh token or
@@ -164,6 +167,27 @@ CREATE INDEX IF NOT EXISTS apps_unused_by_network ON apps (registered_from, crea
   WHERE dynamic = 1 AND used_at IS NULL;
 CREATE INDEX IF NOT EXISTS apps_unused_by_age ON apps (created_at)
   WHERE dynamic = 1 AND used_at IS NULL;
+-- A user's representation lists its groups and roles, a group's its members: a membership
+-- change, or a group's rename, is a new version of the users and groups concerned (RFC 7644 §3.14).
+CREATE TRIGGER IF NOT EXISTS role_users_added_version AFTER INSERT ON role_users BEGIN
+  UPDATE users SET version = version + 1 WHERE id = NEW.user_id;
+END;
+CREATE TRIGGER IF NOT EXISTS role_users_removed_version AFTER DELETE ON role_users BEGIN
+  UPDATE users SET version = version + 1 WHERE id = OLD.user_id;
+END;
+CREATE TRIGGER IF NOT EXISTS group_members_added_version AFTER INSERT ON group_members BEGIN
+  UPDATE users SET version = version + 1 WHERE id = NEW.user_id;
+  UPDATE groups_ SET version = version + 1 WHERE id = NEW.group_id;
+END;
+CREATE TRIGGER IF NOT EXISTS group_members_removed_version AFTER DELETE ON group_members BEGIN
+  UPDATE users SET version = version + 1 WHERE id = OLD.user_id;
+  UPDATE groups_ SET version = version + 1 WHERE id = OLD.group_id;
+END;
+CREATE TRIGGER IF NOT EXISTS groups_renamed_version AFTER UPDATE OF display_name ON groups_
+WHEN NEW.display_name <> OLD.display_name BEGIN
+  UPDATE users SET version = version + 1
+    WHERE id IN (SELECT user_id FROM group_members WHERE group_id = NEW.id);
+END;
 CREATE TRIGGER IF NOT EXISTS users_deleted_revoke AFTER DELETE ON users BEGIN
   DELETE FROM refresh_tokens WHERE user_id = OLD.id;
   DELETE FROM auth_codes WHERE user_id = OLD.id;
