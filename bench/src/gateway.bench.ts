@@ -9,7 +9,11 @@
  * and on a cold verified-token cache (`cachemaxsize = 0`: every request verifies an RS256
  * signature), and the warm case's same call as an MCP 2026-07-28 request (authorized from its
  * mirrored headers before the body is read), with a line comparing its CPU per request with the
- * legacy call's. Each at 10 and 64 keep-alive connections; req/s, p50/p99, CPU per request of the
+ * legacy call's, and the warm case with OpenTelemetry tracing on (spans exported over OTLP/HTTP
+ * to a receiver in this process that answers at once), with a line comparing its CPU per request
+ * with the same case on a gateway of its own with tracing off (the default); `--before-bin` adds
+ * the same case from another build (the one before a change) to compare the default with. Each at 10
+ * and 64 keep-alive connections; req/s, p50/p99, CPU per request of the
  * proxy's process tree (from /proc), and the ratios: share of direct, share of nginx-as-proxy,
  * added p50.
  *
@@ -24,6 +28,7 @@
  *   npm run bench:gateway -- --perf-only      # on-CPU samples with kernel (perf record)
  *   npm run bench:gateway -- --instructions-only  # instructions per request, gateway vs nginx
  *   npm run bench:gateway -- --gateway-bin /tmp/old/dist/bin.js  # another build of the gateway
+ *   npm run bench:gateway -- --before-bin /tmp/old/dist/bin.js   # also that build's warm row
  *   npm run bench:gateway -- --goal-cpu-ms 0.04 --goal-share-of-nginx 35  # also says met/missed
  */
 
@@ -105,6 +110,7 @@ const args = benchArgs({
   'instructions-seconds': { type: 'string', default: '30' },
   'instructions-rate': { type: 'string', default: '50' },
   'gateway-bin': { type: 'string' },
+  'before-bin': { type: 'string' },
   ...GOAL_OPTIONS,
 });
 const SECONDS = numberOption('seconds', args.seconds, 1);
@@ -119,6 +125,8 @@ const INSTRUCTIONS_RATE = numberOption('instructions-rate', args['instructions-r
 const CORES = availableParallelism();
 /** Every gateway row runs this build (a copy of an earlier `dist/`, say) instead of this tree's. */
 const GATEWAY_BIN = args['gateway-bin'] === undefined ? {} : { bin: resolve(args['gateway-bin']) };
+/** A build whose warm row runs beside this one's (`--before-bin`), to compare builds in one run. */
+const BEFORE_BIN = args['before-bin'] === undefined ? undefined : resolve(args['before-bin']);
 const GOALS = gatewayGoals(args);
 const ISSUER = 'https://idp.bench/oauth2/token';
 const AUDIENCE = 'bench-client';
@@ -134,6 +142,8 @@ interface Target {
   body?: string;
   /** For the MCP 2026-07-28 row, the legacy row of the same gateway it is compared with. */
   legacyOf?: string;
+  /** For a row compared with the warm row (tracing on, another build), that row's name. */
+  comparedWith?: string;
   /** RSS right after start-up, before any load. */
   idleRss?: number | undefined;
   /** For a gateway row, its `--workers` count (undefined for one process). */
@@ -171,6 +181,31 @@ async function startKeyManager(cleanup: Cleanup) {
     .sign(privateKey);
   const jwksUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
   return { jwksUri, token };
+}
+
+/**
+ * An OTLP/HTTP receiver that takes each export and answers 200 at once: what the traced row's
+ * spans go to, so that its cost is the gateway's own, never a collector's back-pressure.
+ */
+async function startOtlpSink(cleanup: Cleanup): Promise<string> {
+  let exports = 0;
+  const server = createServer((request, response) => {
+    request.resume();
+    request.once('end', () => {
+      exports += 1;
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  }).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanup.add(
+    () =>
+      new Promise((resolve) => {
+        if (exports === 0) console.log('note: the traced row exported nothing');
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 /**
@@ -309,6 +344,15 @@ const TCP_RELAY = 'lower bound: Node.js TCP relay, no HTTP';
 const WARM = 'auth+authz, warm cache';
 /** The same call in the modern era, authorized from its headers before the body is read. */
 const MODERN = 'MCP 2026-07-28';
+/**
+ * The warm case on a gateway of its own (one proxy, like the two below it), tracing off: the
+ * default, which the traced row and the `--before-bin` build are compared with.
+ */
+const UNTRACED = 'auth+authz, warm cache, own process, tracing off';
+/** The same with tracing on, exporting every span over OTLP/HTTP. */
+const TRACED = 'auth+authz, warm cache, own process, tracing on (OTLP export)';
+/** The warm case of the `--before-bin` build. */
+const BEFORE = 'auth+authz, warm cache, own process, --before-bin build';
 /** The warm case with one CEL condition on the tool's rule, beside it in the same run. */
 const CONDITIONED = 'auth+authz, warm cache, one CEL condition';
 const BARE_HTTP_RELAY = 'lower bound: HTTP/1.1 framed by hand, no checks';
@@ -369,6 +413,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
       upstreamUrl: upstream.url,
       started,
       notes,
+      otlpUrl: await startOtlpSink(cleanup),
     };
     targets.push(...(await gatewayTargets(gateways, undefined)));
     if (workers !== undefined) {
@@ -404,6 +449,7 @@ async function runBench(cleanup: Cleanup, dir: string): Promise<void> {
       console.log(resultTable(targets, results, baseline));
       fastPath.push(...fastPathLines(connections, targets, results, baseline));
       fastPath.push(...eraLines(connections, targets, results));
+      fastPath.push(...comparedLines(connections, targets, results));
     }
     if (client === 'wrk') fastPath.push(...(await lightLoadLatency(targets, baseline)));
     else notes.push('latency under light load skipped: it needs wrk');
@@ -446,15 +492,22 @@ async function gatewayTargets(
     upstreamUrl: string;
     started: <T extends RunningProcess>(process: T) => T;
     notes: string[];
+    /** Where the traced row exports its spans. */
+    otlpUrl: string;
   },
   workers: number | undefined,
 ): Promise<Target[]> {
   const label = workers === undefined ? '' : ` --workers ${workers}`;
-  const start = async (name: string, tokenCacheEntries?: number) => {
+  const start = async (
+    name: string,
+    tokenCacheEntries?: number,
+    more: { env?: Record<string, string>; bin?: string } = {},
+  ) => {
     const path = join(setup.dir, `${name}${workers ?? ''}`);
     const gateway = setup.started(
       await startGatewayProcess({
         ...GATEWAY_BIN,
+        ...more,
         dir: path,
         keyManager: setup.keyManager,
         tokenCacheEntries,
@@ -484,7 +537,7 @@ async function gatewayTargets(
     name: string,
     at: typeof warm,
     path: string,
-    request: Pick<Target, 'headers' | 'body' | 'legacyOf'> = {},
+    request: Pick<Target, 'headers' | 'body' | 'legacyOf' | 'comparedWith'> = {},
   ): Target => ({
     name: `gateway${label}, ${name}`,
     url: `${at.gateway.plainUrl}${path}`,
@@ -494,6 +547,30 @@ async function gatewayTargets(
     ...request,
   });
   const legacy = target(WARM, warm, '/bench/mcp', { headers: setup.auth });
+  // The same proxy on gateways of their own, each serving it alone: tracing off, tracing on (the
+  // standard environment, batches as often as the SDK's default), and the `--before-bin` build.
+  const warmTwin = async (name: string, more: { env?: Record<string, string>; bin?: string }) => {
+    const twin = await start(name, undefined, more);
+    await twin.gateway.deploy(
+      proxyDefinition('bench', '/bench', setup.upstreamUrl, true),
+      probe('/bench/mcp', setup.auth),
+    );
+    return twin;
+  };
+  const untraced = target(UNTRACED, await warmTwin('untraced', {}), '/bench/mcp', {
+    headers: setup.auth,
+  });
+  const traced = await warmTwin('traced', { env: { OTEL_EXPORTER_OTLP_ENDPOINT: setup.otlpUrl } });
+  const compared = [
+    untraced,
+    target(TRACED, traced, '/bench/mcp', { headers: setup.auth, comparedWith: untraced.name }),
+  ];
+  if (BEFORE_BIN !== undefined) {
+    const before = await warmTwin('before', { bin: BEFORE_BIN });
+    compared.push(
+      target(BEFORE, before, '/bench/mcp', { headers: setup.auth, comparedWith: untraced.name }),
+    );
+  }
   const modern = target(`${WARM}, ${MODERN}`, warm, '/bench/mcp', {
     ...modernCall(setup.auth),
     legacyOf: legacy.name,
@@ -506,6 +583,7 @@ async function gatewayTargets(
       ? []
       : [target(CONDITIONED, warm, '/conditioned/mcp', { headers: setup.auth })]),
     target('auth+authz, cold cache', cold, '/bench/mcp', { headers: setup.auth }),
+    ...compared,
   ];
 }
 
@@ -776,6 +854,21 @@ function eraLines(connections: number, targets: Target[], results: Map<string, M
     const legacy = results.get(legacyOf) as Measured;
     return [
       `${connections} conns, ${name} against legacy (MCP 2025-06-18): CPU ${fixed(modern.cpuMsPerRequest, 4)} / ${fixed(legacy.cpuMsPerRequest, 4)} ms/req = ${times(modern.cpuMsPerRequest, legacy.cpuMsPerRequest, 2)}, req/s ${percent(modern.rps, legacy.rps)} of legacy's, p50 ${fixed(modern.p50Ms, 2)} / ${fixed(legacy.p50Ms, 2)} ms`,
+    ];
+  });
+}
+
+/**
+ * The traced row's (and the `--before-bin` build's) cost against this build's warm row with
+ * tracing off, at `connections`: what tracing costs when on, and that off it costs nothing.
+ */
+function comparedLines(connections: number, targets: Target[], results: Map<string, Measured>) {
+  return targets.flatMap(({ name, comparedWith }) => {
+    if (comparedWith === undefined) return [];
+    const row = results.get(name) as Measured;
+    const off = results.get(comparedWith) as Measured;
+    return [
+      `${connections} conns, ${name} against "${comparedWith}": CPU ${fixed(row.cpuMsPerRequest, 4)} / ${fixed(off.cpuMsPerRequest, 4)} ms/req = ${times(row.cpuMsPerRequest, off.cpuMsPerRequest, 2)}, req/s ${percent(row.rps, off.rps)}, p50 ${fixed(row.p50Ms, 2)} / ${fixed(off.p50Ms, 2)} ms`,
     ];
   });
 }

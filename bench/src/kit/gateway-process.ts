@@ -32,6 +32,8 @@ export interface GatewayProcessOptions {
   bin?: string;
   /** A command the gateway runs under, e.g. `callgrindCommand(dir)`; it must keep the pid. */
   wrapper?: string[];
+  /** Environment variables set for the gateway besides this process's (`OTEL_*`, say). */
+  env?: Record<string, string>;
 }
 
 export interface GatewayProcess extends RunningProcess {
@@ -98,7 +100,10 @@ export async function startGatewayProcess(options: GatewayProcessOptions): Promi
   const args = [...nodeFlags, options.bin ?? GATEWAY_BIN, 'serve', '--config', configFile];
   args.push('--workers', String(options.workers ?? 1));
   const [command, ...prefix] = [...(options.wrapper ?? []), process.execPath];
-  const child = spawn(command as string, [...prefix, ...args], { stdio: ['ignore', log, log] });
+  const child = spawn(command as string, [...prefix, ...args], {
+    stdio: ['ignore', log, log],
+    env: { ...process.env, ...options.env },
+  });
   closeSync(log);
   const exited = once(child, 'exit');
   let hasExited = false;

@@ -4,7 +4,17 @@
  * the response size.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { boundedMemo } from '@mcp-identity/common';
+import {
+  activeContext,
+  boundedMemo,
+  endClientSpan,
+  httpClientAttributes,
+  type Span,
+  SpanKind,
+  startSpan,
+  traceHeaders,
+  tracingEnabled,
+} from '@mcp-identity/common';
 import { Agent, type Dispatcher } from 'undici';
 import { type FailureKind, RunFailureError } from './failure.js';
 
@@ -153,6 +163,41 @@ export class HttpClient {
    * the body stream, async iterator and async-hooks resource `request()` makes per request.
    */
   send(req: HttpRequest): Promise<HttpResponse> {
+    return tracingEnabled() ? this.tracedSend(req) : this.dispatch(req, req.headers);
+  }
+
+  /**
+   * `send` in a CLIENT span, child of the active one (the MCP call's), whose `traceparent`
+   * goes with the request: an API call and a token request alike. Its attributes name the URL
+   * without its query, never a header or the body.
+   */
+  private tracedSend(req: HttpRequest): Promise<HttpResponse> {
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      return this.dispatch(req, req.headers);
+    }
+    const method = req.method.toUpperCase();
+    const span: Span = startSpan(method, {
+      kind: SpanKind.CLIENT,
+      parent: activeContext(),
+      attributes: httpClientAttributes(method, url),
+    });
+    return this.dispatch(req, { ...req.headers, ...traceHeaders(span) }).then(
+      (response) => {
+        endClientSpan(span, response.status);
+        return response;
+      },
+      (error: unknown) => {
+        const failure = error instanceof HttpError ? error.kind : 'error';
+        endClientSpan(span, error instanceof HttpError ? error.status : undefined, failure);
+        throw error;
+      },
+    );
+  }
+
+  private dispatch(req: HttpRequest, headers: Record<string, string>): Promise<HttpResponse> {
     let target: Target;
     try {
       target = targetOf(req.url);
@@ -167,7 +212,7 @@ export class HttpClient {
           origin: target.origin,
           path: target.path,
           method: req.method.toUpperCase() as Dispatcher.HttpMethod,
-          headers: req.headers,
+          headers,
           body: req.body,
           headersTimeout: this.settings.timeoutMs,
           bodyTimeout: this.settings.timeoutMs,

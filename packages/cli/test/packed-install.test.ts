@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { useTempDir } from '@mcp-identity/common/testing';
@@ -92,9 +92,8 @@ describe('the packed packages, installed into a fresh project', () => {
     expect(readdirSync(join(project, 'node_modules'))).not.toContain('vitest');
   });
 
-  it('logs JSON lines when pino-pretty is not installed, even when asked for pretty output', async () => {
-    expect(readdirSync(join(project, 'node_modules'))).not.toContain('pino-pretty');
-    const { stdout } = await run(
+  const logHello = () =>
+    run(
       process.execPath,
       [
         '--input-type=module',
@@ -104,6 +103,17 @@ describe('the packed packages, installed into a fresh project', () => {
       ],
       { cwd: project },
     );
+
+  it('installs pino-pretty with the packages, so --log-format pretty prints readable lines', async () => {
+    const { stdout } = await logHello();
+    expect(stdout).toMatch(/INFO \(packed\/\d+\): hello/);
+    expect(() => JSON.parse(stdout.trim())).toThrow();
+  });
+
+  it('logs JSON lines when an install left pino-pretty out, even when asked for pretty output', async () => {
+    // What `npm install --omit=optional` gives: the optional dependency is not there.
+    rmSync(join(project, 'node_modules/pino-pretty'), { recursive: true });
+    const { stdout } = await logHello();
     expect(JSON.parse(stdout.trim())).toMatchObject({ name: 'packed', msg: 'hello' });
   });
 });

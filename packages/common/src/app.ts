@@ -6,6 +6,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import type { Logger } from './logger.js';
+import { traceFastifyRequests, tracingEnabled } from './tracing.js';
 
 /** What a front handler may know of the app it stands in front of. */
 export interface AppState {
@@ -58,6 +59,8 @@ export function createApp(options: AppOptions): FastifyInstance {
       : { https: options.https ?? null }),
   }) as unknown as FastifyInstance; // the HTTPS variant is used through the same API
 
+  // A span per routed request, only while tracing is on (decided before any app is made).
+  if (tracingEnabled()) traceFastifyRequests(app);
   app.addHook('preClose', async () => {
     state.closing = true;
   });

@@ -5,9 +5,11 @@ export interface HealthOptions {
   livePath: string;
 }
 
-/** An unauthenticated liveness route, excluded from request logs to keep probes quiet. */
+/** An unauthenticated liveness route, excluded from request logs and traces to keep probes quiet. */
 export function registerHealthRoutes(app: FastifyInstance, options: HealthOptions): void {
-  app.get(options.livePath, { logLevel: 'warn' }, async (_request, reply) =>
-    reply.header('cache-control', 'no-store').send({ status: 'ok' }),
+  app.get(
+    options.livePath,
+    { logLevel: 'warn', config: { untraced: true } },
+    async (_request, reply) => reply.header('cache-control', 'no-store').send({ status: 'ok' }),
   );
 }

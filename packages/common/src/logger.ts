@@ -12,8 +12,8 @@ export interface LoggerSettings {
   level?: string;
   /**
    * Human-readable output; defaults to `LOG_FORMAT` (`pretty` or `json`, what each service's
-   * `--log-format` sets), else true when stdout is a terminal. Needs the optional `pino-pretty`
-   * package: without it the logger writes JSON lines.
+   * `--log-format` sets), else true when stdout is a terminal. Needs `pino-pretty`, an optional
+   * dependency of this package: where an install left it out, the logger writes JSON lines.
    */
   pretty?: boolean;
   /** Where JSON lines go; defaults to stdout. Ignored when pretty. */
@@ -85,7 +85,7 @@ export function logFormatSetting(format: string | undefined): { pretty?: boolean
   return format === undefined ? {} : { pretty: format === 'pretty' };
 }
 
-/** pino-pretty is a development convenience, not a runtime dependency of the services. */
+/** An optional dependency: `npm install --omit=optional` leaves it out, and then JSON lines it is. */
 function prettyPrinterInstalled(): boolean {
   try {
     createRequire(import.meta.url).resolve('pino-pretty');

@@ -4,13 +4,19 @@ import { exitOnceLogged } from './batched-stdout.js';
 type Closer = () => Promise<void>;
 
 const closers = new Set<Closer>();
+/** Run once every other closer has finished (exporting what the last requests recorded). */
+const lastClosers = new Set<Closer>();
 let installed = false;
 
-/** Registers work to finish before the process exits on SIGINT/SIGTERM. */
-export function onShutdown(close: Closer): () => void {
-  closers.add(close);
+/**
+ * Registers work to finish before the process exits on SIGINT/SIGTERM; `last` once the other
+ * closers (the servers, whose final requests are still being answered) have finished.
+ */
+export function onShutdown(close: Closer, options: { last?: boolean } = {}): () => void {
+  const set = options.last ? lastClosers : closers;
+  set.add(close);
   return () => {
-    closers.delete(close);
+    set.delete(close);
   };
 }
 
@@ -43,7 +49,9 @@ export function installSignalHandlers(options: SignalOptions = {}): void {
     }, options.graceMs ?? 10_000);
     timer.unref();
     // The log goes last: closing servers writes the final requests' lines.
-    void Promise.allSettled([...closers].map((close) => close())).then(() => exitOnceLogged(0));
+    void Promise.allSettled([...closers].map((close) => close()))
+      .then(() => Promise.allSettled([...lastClosers].map((close) => close())))
+      .then(() => exitOnceLogged(0));
   };
   process.on('SIGINT', handle);
   process.on('SIGTERM', handle);

@@ -1,7 +1,14 @@
 #!/usr/bin/env node
 import { availableParallelism } from 'node:os';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { ConfigError, createLogger, hashSecret, LOG_FORMATS, runMain } from '@mcp-identity/common';
+import {
+  ConfigError,
+  createLogger,
+  hashSecret,
+  LOG_FORMATS,
+  runMain,
+  startTracing,
+} from '@mcp-identity/common';
 import { loadConfigFile } from './config.js';
 import { migrateToPostgres } from './control-plane/migrate.js';
 import type { GatewayOptions } from './gateway.js';
@@ -138,6 +145,8 @@ runMain(
     if (values['data-dir']) options.dataDir = values['data-dir'];
     const databaseUrl = values['database-url'] ?? process.env.GATEWAY_DATABASE_URL;
     if (databaseUrl) options.databaseUrl = databaseUrl;
+    // In the primary and in each worker (which runs this file again): the OTEL_* environment.
+    await startTracing('mcp-identity-gateway');
     await serveGateway(options, workerCount(values.workers));
     return undefined;
   },

@@ -7,6 +7,7 @@ import {
   type Logger,
   StartupError,
   startServer,
+  stopTracing,
 } from '@mcp-identity/common';
 import { createControlPlane } from './control-plane/control-plane.js';
 import type { McpProxyDefinition } from './control-plane/definition.js';
@@ -81,8 +82,8 @@ async function runWorker(options: GatewayOptions): Promise<void> {
         send({ type: 'metrics', id: message.id, metrics }),
       );
     } else if (message.type === 'shutdown') {
-      // The log goes last: closing writes the final requests' audit lines.
-      void (gateway?.close() ?? Promise.resolve()).then(() => exitOnceLogged(0));
+      // The log goes last: closing writes the final requests' audit lines (and ends their spans).
+      void (gateway?.close() ?? Promise.resolve()).then(stopTracing).then(() => exitOnceLogged(0));
     }
   });
   gateway = await startGateway({

@@ -7,6 +7,7 @@ import {
   logFormatSetting,
   NotFoundError,
   renderConfigHelp,
+  startTracing,
   TOKEN_EXCHANGE_GRANT,
 } from '@mcp-identity/common';
 import { BootstrapError, readBootstrapFile } from './bootstrap/apply.js';
@@ -181,6 +182,7 @@ async function serve(args: readonly string[]): Promise<number> {
     return 0;
   }
   const { values } = config;
+  await startTracing('mcp-identity-idp');
   const loopback = ['127.0.0.1', 'localhost', '::1'].includes(values.host);
   const scheme = values.http ? 'http' : 'https';
   const publicUrl =

@@ -1,4 +1,4 @@
-import { batchedStdout, createLogger, logFormatSetting } from '@mcp-identity/common';
+import { batchedStdout, createLogger, logFormatSetting, startTracing } from '@mcp-identity/common';
 import { describeInitialAccount } from '../auth/builtin-auth.js';
 import { serveArazzoMcpStdio, startArazzoMcpHttp } from '../service.js';
 import type { ServeOptions } from './command-line.js';
@@ -15,6 +15,9 @@ export async function serve(options: ServeOptions, io: CliIo): Promise<number> {
     ...(stdio ? { pretty: false } : logFormatSetting(options.logFormat)),
   });
   const settings = { ...options, env: io.env, logger };
+  // The SCIM MCP server of the stack, or Area A when it signs its users in itself. From the
+  // process's environment, which the OpenTelemetry SDK reads too.
+  await startTracing(options.auth === 'builtin' ? 'mcp-identity-area-a' : 'mcp-identity-scim-mcp');
   if (stdio) {
     await serveArazzoMcpStdio(settings);
     return 0;

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type AppState, JSON_RPC, jsonRpcError } from '@mcp-identity/common';
+import { type AppState, JSON_RPC, jsonRpcError, tracingEnabled } from '@mcp-identity/common';
 import { type McpExchangeRouter, writeJson } from '../mcp/exchange-router.js';
+import { inMcpSpan } from './mcp-span.js';
 
 /** What Fastify's JSON replies carry, so that answers written outside it look the same. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -24,7 +25,8 @@ export function sendJsonRpcError(
 /**
  * Serves one POST `/mcp` whose body has been read as text (`undefined`: none): a JSON body is
  * parsed here so that malformed JSON gets a JSON-RPC parse error (400); anything else is left
- * to the router, which answers 415 for another media type. An unexpected failure is logged
+ * to the router, which answers 415 for another media type. While tracing, the call runs in its
+ * MCP span (`inMcpSpan`). An unexpected failure is logged
  * (the error only: never the request's headers) and answered 500.
  */
 export async function serveMcpPost(
@@ -46,7 +48,8 @@ export async function serveMcpPost(
     }
   }
   try {
-    await router.handle(request, response, parsedBody, app);
+    const serve = () => router.handle(request, response, parsedBody, app);
+    await (tracingEnabled() ? inMcpSpan(request, response, parsedBody, serve) : serve());
   } catch (error) {
     log.error({ err: error }, 'MCP request failed');
     if (!response.headersSent) {

@@ -67,6 +67,7 @@ export async function startQuietStack(
 /**
  * One raw MCP POST to the gateway, outside the SDK client, so a test can see
  * the HTTP status and the JSON-RPC body the SDK would turn into an exception.
+ * `headers` are sent besides the MCP ones (a `traceparent`, say).
  */
 export async function rawGatewayToolCall(
   layout: StackLayout,
@@ -74,6 +75,7 @@ export async function rawGatewayToolCall(
   id: string,
   tool: string,
   args: Record<string, unknown>,
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; contentType: string | null; body: unknown }> {
   const dispatcher = trustingAgent(layout.caFile);
   try {
@@ -81,6 +83,7 @@ export async function rawGatewayToolCall(
       method: 'POST',
       dispatcher,
       headers: {
+        ...headers,
         authorization: `Bearer ${accessToken}`,
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',

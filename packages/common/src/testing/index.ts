@@ -43,6 +43,7 @@ export {
   startLoadBalancer,
   type TestLoadBalancer,
 } from './nginx.js';
+export { OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
 export { postgresMissing, startPostgres, type TestPostgres } from './postgres.js';
 export { expositionProblems, metricValue } from './prometheus.js';
 export { rawHttpStatus } from './raw-http.js';

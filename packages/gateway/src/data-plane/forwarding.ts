@@ -2,7 +2,14 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { PassThrough, pipeline, type Writable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { type JsonRpcId, jsonRpcError, type Logger } from '@mcp-identity/common';
+import {
+  endClientSpan,
+  type JsonRpcId,
+  jsonRpcError,
+  type Logger,
+  type Span,
+  tracingEnabled,
+} from '@mcp-identity/common';
 import { type Dispatcher, Pool } from 'undici';
 import {
   filterJsonBody,
@@ -19,6 +26,7 @@ import {
   type McpHttp,
   Reservation,
 } from './request.js';
+import { clientSpan, withTraceMeta } from './tracing.js';
 import {
   clientGone,
   ExchangeFailure,
@@ -251,6 +259,13 @@ interface UpstreamHeaderOptions {
    * gateway, never taken from the client (whose charset or content coding it did not apply).
    */
   contentType: string | undefined;
+  /** While tracing: the upstream request's `traceparent` (and `tracestate`), the client's replaced. */
+  trace: Readonly<Record<string, string>> | undefined;
+}
+
+/** Trace context fields, which the gateway's own replace while it traces. */
+function isTraceContext(name: string): boolean {
+  return name === 'traceparent' || name === 'tracestate';
 }
 
 /** Fields that say how to read the body: the gateway writes its own (`contentType`). */
@@ -276,6 +291,7 @@ function upstreamHeaders(headers: IncomingHttpHeaders, options: UpstreamHeaderOp
     if (nominated?.has(name) || name === 'via' || describesContent(name)) continue;
     if (options.stripAuthorization && name === 'authorization') continue;
     if (options.identityEncoding && name === 'accept-encoding') continue;
+    if (options.trace && isTraceContext(name)) continue;
     if (typeof value === 'string') out.push(name, value);
     else for (const item of value) out.push(name, item);
   }
@@ -287,6 +303,8 @@ function upstreamHeaders(headers: IncomingHttpHeaders, options: UpstreamHeaderOp
   if (options.contentType !== undefined) out.push('content-type', options.contentType);
   if (options.credential) out.push(options.credential.header, options.credential.value);
   if (options.bearer !== undefined) out.push('authorization', `Bearer ${options.bearer}`);
+  if (options.trace)
+    for (const name in options.trace) out.push(name, options.trace[name] as string);
   return out;
 }
 
@@ -363,6 +381,8 @@ export interface Forwarding {
   finish(exchange: McpExchange): void;
   /** The token to send in place of the caller's (`upstream.tokenExchange`), if any. */
   bearer: string | undefined;
+  /** While tracing: the upstream request's CLIENT span and the headers that carry it. */
+  trace: { span: Span; headers: Record<string, string> } | undefined;
 }
 
 /**
@@ -419,6 +439,7 @@ function upstreamRequest(f: Forwarding): Dispatcher.DispatchOptions {
       credential: runtime.upstreamAuth,
       bearer: f.bearer,
       contentType: body ? FORWARDED_CONTENT_TYPE : undefined,
+      trace: f.trace?.headers,
     }),
     body,
   };
@@ -440,6 +461,7 @@ export function forwardToUpstream(f: Forwarding): Promise<void> | undefined {
 function send(f: Forwarding, upstream: UpstreamConnections): undefined {
   let request: Dispatcher.DispatchOptions;
   try {
+    if (tracingEnabled()) traceUpstream(f);
     request = upstreamRequest(f);
   } catch (error) {
     // A connection kept by a request that never went would be lost to the proxy for good.
@@ -448,6 +470,19 @@ function send(f: Forwarding, upstream: UpstreamConnections): undefined {
   }
   upstream.pool.dispatch(request, new ForwardingHandler(f));
   return undefined;
+}
+
+/**
+ * Starts the upstream request's CLIENT span: its context goes in the request's headers and,
+ * when the client put its own in the call's `params._meta`, there in its place (the upstream
+ * takes that one as its parent, the OpenTelemetry MCP conventions).
+ */
+function traceUpstream(f: Forwarding): void {
+  const { exchange, http } = f;
+  const { runtime } = exchange;
+  f.trace = clientSpan(exchange, http.method, runtime.upstreamUrl);
+  if (http.body && exchange.call)
+    http.body = withTraceMeta(http.body, exchange.call, f.trace.headers);
 }
 
 const UPSTREAM_BUSY = 'Upstream MCP server busy; retry later';
@@ -729,6 +764,7 @@ class ForwardingHandler implements Dispatcher.DispatchHandler {
       else raw.once('close', () => held.release());
     }
     f.exchange.runtime.upstream.release();
+    if (f.trace) endClientSpan(f.trace.span, f.exchange.upstreamStatus, f.exchange.upstreamFailure);
     f.finish(f.exchange);
   }
 }

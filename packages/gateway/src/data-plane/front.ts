@@ -7,6 +7,7 @@ import {
   jsonRpcError,
   type Logger,
   type OriginPolicy,
+  tracingEnabled,
 } from '@mcp-identity/common';
 import type { LogLevel } from 'fastify';
 import type { GatewayMetrics } from '../metrics.js';
@@ -20,6 +21,7 @@ import {
   McpHttp,
   readBody,
 } from './request.js';
+import { traceExchange } from './tracing.js';
 
 export interface DataPlaneOptions {
   registry: ProxyRegistry;
@@ -147,6 +149,8 @@ export function createDataPlaneFront(options: DataPlaneOptions): FrontHandler {
     const remoteAddress = http.request.socket.remoteAddress ?? '';
     const urls = resourceUrlsOf(runtime, listener.baseFor(headers.host));
     const exchange = new McpExchange(runtime, method, headers, remoteAddress, urls);
+    // An OPTIONS that is no preflight is answered below, with no audit line and no span.
+    if (tracingEnabled() && method !== 'OPTIONS') traceExchange(exchange, http.response);
     const { origin } = headers;
     if (origin !== undefined && !originPolicy.check(origin, headers.host)) {
       // MCP Streamable HTTP transport: an Origin that is not allowed gets 403 (DNS rebinding).

@@ -7,6 +7,9 @@ import {
   jsonRpcError,
   type Logger,
   recordLineWriter,
+  type Span,
+  traceIdOf,
+  tracingEnabled,
 } from '@mcp-identity/common';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -30,6 +33,7 @@ import type { ListFilter } from './list-filter.js';
 import type { ProxyRuntime, ResourceUrls } from './registry.js';
 import { type ByteBudget, bodyTextError, type McpHttp } from './request.js';
 import type { TokenExchangeOutcome, TokenExchanger } from './token-exchange.js';
+import { exchangeSpan } from './tracing.js';
 import type { UpstreamFailure } from './upstream-failure.js';
 
 /*
@@ -74,6 +78,13 @@ export class AuditRecord {
   exchangedJti: string | undefined = undefined;
   /** Why no token could be had for the upstream: the IdP's error code, or how it failed. */
   exchangeFailure: string | undefined = undefined;
+  /**
+   * The request's trace (W3C Trace Context): its span's when tracing is on, else the one the
+   * client's `traceparent` names, so that a client's trace id finds its audit line either way.
+   */
+  traceId: string | undefined = undefined;
+  /** The gateway's SERVER span of the request, while tracing is on. */
+  spanId: string | undefined = undefined;
 
   constructor(
     proxy: string,
@@ -127,6 +138,8 @@ export function auditRecordJson(record: AuditRecord): string {
   if (record.exchangeFailure !== undefined) {
     json += `,"exchangeFailure":${jsonString(record.exchangeFailure)}`;
   }
+  if (record.traceId !== undefined) json += `,"traceId":"${record.traceId}"`;
+  if (record.spanId !== undefined) json += `,"spanId":"${record.spanId}"`;
   return `${json}}`;
 }
 
@@ -155,6 +168,8 @@ export class McpExchange implements Exchange {
   /** Why a modern request's headers are refused, answered once its body gives the id. */
   eraRefusal: EraRefusal | undefined = undefined;
   readonly started = performance.now();
+  /** Its SERVER span once started, while tracing is on (`exchangeSpan` in tracing.ts). */
+  span: Span | undefined = undefined;
 
   constructor(
     readonly runtime: ProxyRuntime,
@@ -315,6 +330,13 @@ export function createMcpRequestHandling(options: {
 
   const finish = (exchange: McpExchange) => {
     const record = exchange.auditRecord();
+    if (tracingEnabled()) {
+      const { traceId, spanId } = exchangeSpan(exchange).spanContext();
+      record.traceId = traceId;
+      record.spanId = spanId;
+    } else {
+      record.traceId = traceIdOf(exchange.headers.traceparent);
+    }
     metrics.record(record.proxy, record.method, record.decision, record.latencyMs / 1000);
     if (record.upstreamFailure) metrics.recordUpstreamFailure(record.proxy, record.upstreamFailure);
     auditLine(record);
@@ -565,6 +587,7 @@ export function createMcpRequestHandling(options: {
       answerBudget,
       finish,
       bearer: undefined,
+      trace: undefined,
     };
     const { tokenExchange } = runtime;
     return tokenExchange
@@ -585,7 +608,11 @@ export function createMcpRequestHandling(options: {
       refuse(exchange, http, unauthenticated(exchange, 'no caller token to exchange'));
       return undefined;
     }
-    const outcome = exchanger.exchange(callerToken, exchange.token.expiresAt);
+    const outcome = exchanger.exchange(
+      callerToken,
+      exchange.token.expiresAt,
+      tracingEnabled() ? exchange : undefined,
+    );
     if (outcome instanceof Promise) return outcome.then((settled) => sendExchanged(f, settled));
     return sendExchanged(f, outcome);
   }

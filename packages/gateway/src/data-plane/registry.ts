@@ -23,6 +23,8 @@ export interface ProxyRuntime {
   context: string;
   /** Path and query sent upstream: exactly those of `spec.upstream.url`. */
   upstreamPath: string;
+  /** `spec.upstream.url`, for the attributes of the spans of upstream requests. */
+  upstreamUrl: URL;
   /** This proxy's own connections to its upstream, and the bounded queue behind them. */
   upstream: UpstreamConnections;
   /** Policies in the order their hooks run. */
@@ -179,6 +181,7 @@ export class ProxyRegistry {
       id,
       context,
       upstreamPath: `${upstreamUrl.pathname}${upstreamUrl.search}`,
+      upstreamUrl,
       upstream: new UpstreamConnections(upstreamUrl.origin, this.options.upstream),
       policies,
       listPolicies: policies.filter((p) => p.onListItem),

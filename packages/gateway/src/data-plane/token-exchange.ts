@@ -2,11 +2,14 @@ import {
   ACCESS_TOKEN_TYPE,
   addBounded,
   clientSecretBasic,
+  endClientSpan,
   type Logger,
   tokenExchangeForm,
 } from '@mcp-identity/common';
 import { decodeJwt } from 'jose';
 import { Pool } from 'undici';
+import type { McpExchange } from './pipeline.js';
+import { clientSpan } from './tracing.js';
 import { failureOf } from './upstream-failure.js';
 
 /*
@@ -141,6 +144,7 @@ function oauthErrorOf(body: unknown): { error: string; error_description?: strin
 export class TokenExchanger {
   private readonly pool: Pool;
   private readonly path: string;
+  private readonly endpoint: URL;
   private readonly authorization: string;
   private readonly form: URLSearchParams;
   private readonly cache = new Map<string, Cached>();
@@ -153,6 +157,7 @@ export class TokenExchanger {
     private readonly proxy: string,
   ) {
     const endpoint = new URL(settings.tokenEndpoint);
+    this.endpoint = endpoint;
     this.path = `${endpoint.pathname}${endpoint.search}`;
     // The upstream's trust: Node's CA store plus NODE_EXTRA_CA_CERTS, verification always on.
     this.pool = new Pool(endpoint.origin, {
@@ -173,6 +178,8 @@ export class TokenExchanger {
   exchange(
     callerToken: string,
     callerExpiresAt: number,
+    /** The request it is for, when tracing: the token request is a child span of its span. */
+    tracedFor?: McpExchange,
   ): TokenExchangeOutcome | Promise<TokenExchangeOutcome> {
     const cached = this.cache.get(callerToken);
     if (cached !== undefined) {
@@ -185,7 +192,7 @@ export class TokenExchanger {
     if (this.pending.size >= MAX_PENDING) {
       return unavailable('busy', 'token exchanges in flight at their bound');
     }
-    const request = this.request(callerToken, callerExpiresAt).finally(() => {
+    const request = this.request(callerToken, callerExpiresAt, tracedFor).finally(() => {
       this.pending.delete(callerToken);
     });
     this.pending.set(callerToken, request);
@@ -195,17 +202,20 @@ export class TokenExchanger {
   private async request(
     callerToken: string,
     callerExpiresAt: number,
+    tracedFor: McpExchange | undefined,
   ): Promise<TokenExchangeOutcome> {
     const form = new URLSearchParams(this.form);
     form.set('subject_token', callerToken);
     let status: number;
     let body: unknown;
     let retryAfter: string | string[] | undefined;
+    const traced = tracedFor && clientSpan(tracedFor, 'POST', this.endpoint);
     try {
       const answer = await this.pool.request({
         path: this.path,
         method: 'POST',
         headers: {
+          ...traced?.headers,
           authorization: this.authorization,
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
@@ -215,8 +225,10 @@ export class TokenExchanger {
       status = answer.statusCode;
       retryAfter = answer.headers['retry-after'];
       body = await readJson(answer.body);
+      if (traced) endClientSpan(traced.span, status);
     } catch (error) {
       const failure = failureOf(error) === 'timeout' ? 'timeout' : 'unreachable';
+      if (traced) endClientSpan(traced.span, undefined, failure);
       // The error's message names the endpoint at most, never the form.
       this.log.warn(
         { proxy: this.proxy, failure, err: (error as Error).message },
