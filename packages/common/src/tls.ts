@@ -59,7 +59,8 @@ export async function ensureCertificateAuthority(dataDir: string): Promise<TlsMa
 
 /**
  * Returns the server certificate kept in `<dir>/tls/` (SANs localhost,
- * 127.0.0.1, ::1), generating it the first time or when it is about to expire.
+ * 127.0.0.1, ::1, and `dnsNames`: the names other hosts reach it by, a container's
+ * service name say), generating it the first time or when it is about to expire.
  * With `caDir`, the certificate is issued by that directory's local CA (made
  * if missing), and a pair another authority issued is replaced, so a stack's
  * services all chain to its one CA; without, it is self-signed. Generation
@@ -68,18 +69,19 @@ export async function ensureCertificateAuthority(dataDir: string): Promise<TlsMa
  */
 export async function ensureSelfSignedCertificate(
   dir: string,
-  options: { caDir?: string } = {},
+  options: { caDir?: string; dnsNames?: readonly string[] } = {},
 ): Promise<TlsMaterial> {
+  const dnsNames = options.dnsNames ?? [];
   const files = selfSignedCertificateFiles(dir);
   const tlsDir = dirname(files.certPath);
   const existing = await loadTlsFiles(files.certPath, files.keyPath).catch(() => undefined);
   const current = existing && !expiresSoon(existing.cert) ? existing : undefined;
   if (options.caDir === undefined) {
-    return current ?? installPair(tlsDir, files, generateSelfSigned, !!existing);
+    return current ?? installPair(tlsDir, files, () => generateSelfSigned(dnsNames), !!existing);
   }
   const ca = await ensureCertificateAuthority(options.caDir);
   if (current && issuedBy(current.cert, ca.cert)) return current;
-  return installPair(tlsDir, files, () => generateLeaf(ca), !!existing);
+  return installPair(tlsDir, files, () => generateLeaf(ca, dnsNames), !!existing);
 }
 
 /** Writes a generated pair next to `targetDir` and renames it into place. */
@@ -139,7 +141,9 @@ async function generateAuthority(): Promise<{ cert: string; key: string }> {
   return { cert: pemWithNewline(certificate.toString('pem')), key: exportKey(keys.privateKey) };
 }
 
-async function generateSelfSigned(): Promise<{ cert: string; key: string }> {
+async function generateSelfSigned(
+  dnsNames: readonly string[],
+): Promise<{ cert: string; key: string }> {
   const keys = await generateKeys();
   const notBefore = new Date(Date.now() - 60_000);
   const certificate = await x509.X509CertificateGenerator.createSelfSigned({
@@ -149,12 +153,15 @@ async function generateSelfSigned(): Promise<{ cert: string; key: string }> {
     notAfter: new Date(notBefore.getTime() + VALID_DAYS * DAY_MS),
     keys,
     signingAlgorithm: ALGORITHM,
-    extensions: serverExtensions(),
+    extensions: serverExtensions(dnsNames),
   });
   return { cert: pemWithNewline(certificate.toString('pem')), key: exportKey(keys.privateKey) };
 }
 
-async function generateLeaf(ca: TlsMaterial): Promise<{ cert: string; key: string }> {
+async function generateLeaf(
+  ca: TlsMaterial,
+  dnsNames: readonly string[],
+): Promise<{ cert: string; key: string }> {
   const keys = await generateKeys();
   const caCert = new x509.X509Certificate(ca.cert);
   const caKey = await webcrypto.subtle.importKey(
@@ -177,7 +184,7 @@ async function generateLeaf(ca: TlsMaterial): Promise<{ cert: string; key: strin
     signingKey: caKey,
     signingAlgorithm: ALGORITHM,
     extensions: [
-      ...serverExtensions(),
+      ...serverExtensions(dnsNames),
       await x509.AuthorityKeyIdentifierExtension.create(caCert),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
@@ -185,8 +192,8 @@ async function generateLeaf(ca: TlsMaterial): Promise<{ cert: string; key: strin
   return { cert: pemWithNewline(certificate.toString('pem')), key: exportKey(keys.privateKey) };
 }
 
-/** A TLS server certificate for this machine's loopback names. */
-function serverExtensions(): x509.Extension[] {
+/** A TLS server certificate for this machine's loopback names and `dnsNames`. */
+function serverExtensions(dnsNames: readonly string[]): x509.Extension[] {
   return [
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
@@ -195,6 +202,7 @@ function serverExtensions(): x509.Extension[] {
       { type: 'dns', value: 'localhost' },
       { type: 'ip', value: '127.0.0.1' },
       { type: 'ip', value: '::1' },
+      ...dnsNames.map((value) => ({ type: 'dns' as const, value })),
     ]),
   ];
 }
