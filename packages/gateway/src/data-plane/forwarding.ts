@@ -8,7 +8,6 @@ import {
   jsonRpcError,
   type Logger,
   type Span,
-  tracingEnabled,
 } from '@mcp-identity/common';
 import { type Dispatcher, Pool } from 'undici';
 import {
@@ -461,7 +460,7 @@ export function forwardToUpstream(f: Forwarding): Promise<void> | undefined {
 function send(f: Forwarding, upstream: UpstreamConnections): undefined {
   let request: Dispatcher.DispatchOptions;
   try {
-    if (tracingEnabled()) traceUpstream(f);
+    if (f.exchange.traced) traceUpstream(f);
     request = upstreamRequest(f);
   } catch (error) {
     // A connection kept by a request that never went would be lost to the proxy for good.

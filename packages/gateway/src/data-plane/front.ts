@@ -90,6 +90,8 @@ export function createDataPlaneFront(options: DataPlaneOptions): FrontHandler {
   const log = options.logger.child({}, { level: routeLogLevel(options.logger.level) });
   const handling = createMcpRequestHandling({ ...options, log });
   const applyCors = createCors({ policy: originPolicy, methods: CORS_METHODS });
+  // Decided once: every service starts tracing, or not, before it makes its servers.
+  const tracing = tracingEnabled();
 
   /** A failure no step expected: logged (never with the request's credentials) and a 500. */
   const failed = (http: McpHttp, mcp: boolean, error: unknown) => {
@@ -150,7 +152,10 @@ export function createDataPlaneFront(options: DataPlaneOptions): FrontHandler {
     const urls = resourceUrlsOf(runtime, listener.baseFor(headers.host));
     const exchange = new McpExchange(runtime, method, headers, remoteAddress, urls);
     // An OPTIONS that is no preflight is answered below, with no audit line and no span.
-    if (tracingEnabled() && method !== 'OPTIONS') traceExchange(exchange, http.response);
+    if (tracing && method !== 'OPTIONS') {
+      exchange.traced = true;
+      traceExchange(exchange, http.response);
+    }
     const { origin } = headers;
     if (origin !== undefined && !originPolicy.check(origin, headers.host)) {
       // MCP Streamable HTTP transport: an Origin that is not allowed gets 403 (DNS rebinding).

@@ -9,7 +9,6 @@ import {
   recordLineWriter,
   type Span,
   traceIdOf,
-  tracingEnabled,
 } from '@mcp-identity/common';
 import type { VerifiedToken } from '../auth/verifier.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -168,7 +167,12 @@ export class McpExchange implements Exchange {
   /** Why a modern request's headers are refused, answered once its body gives the id. */
   eraRefusal: EraRefusal | undefined = undefined;
   readonly started = performance.now();
-  /** Its SERVER span once started, while tracing is on (`exchangeSpan` in tracing.ts). */
+  /**
+   * Whether it is traced: set by the front when tracing is on, so that a request's path asks
+   * this field, not the tracing module, whether to make spans.
+   */
+  traced = false;
+  /** Its SERVER span once started, while traced (`exchangeSpan` in tracing.ts). */
   span: Span | undefined = undefined;
 
   constructor(
@@ -330,11 +334,11 @@ export function createMcpRequestHandling(options: {
 
   const finish = (exchange: McpExchange) => {
     const record = exchange.auditRecord();
-    if (tracingEnabled()) {
+    if (exchange.traced) {
       const { traceId, spanId } = exchangeSpan(exchange).spanContext();
       record.traceId = traceId;
       record.spanId = spanId;
-    } else {
+    } else if (exchange.headers.traceparent !== undefined) {
       record.traceId = traceIdOf(exchange.headers.traceparent);
     }
     metrics.record(record.proxy, record.method, record.decision, record.latencyMs / 1000);
@@ -611,7 +615,7 @@ export function createMcpRequestHandling(options: {
     const outcome = exchanger.exchange(
       callerToken,
       exchange.token.expiresAt,
-      tracingEnabled() ? exchange : undefined,
+      exchange.traced ? exchange : undefined,
     );
     if (outcome instanceof Promise) return outcome.then((settled) => sendExchanged(f, settled));
     return sendExchanged(f, outcome);
