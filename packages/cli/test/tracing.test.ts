@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OtlpReceiver, type ReceivedSpan, useTempDir } from '@mcp-identity/common/testing';
-import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientCredentialsToken, trustingAgent } from '../src/stack/clients.js';
+import { clientCredentialsToken } from '../src/stack/clients.js';
 import type { RunningStack } from '../src/stack/start.js';
 import { readSecretFile } from '../src/stack/upstream-auth.js';
 import { rawGatewayToolCall, startQuietStack } from './support/stack-helpers.js';
@@ -46,6 +45,10 @@ describe('OpenTelemetry traces of a tool call across the stack', () => {
     }
   }, STACK_MS);
 
+  /** A token of the stack's client application for the SCIM read tools. */
+  const viewerToken = async () =>
+    (await clientCredentialsToken(stack.layout, stack.secrets.clientApp, VIEW_AND_LIST))
+      .accessToken;
   const inTrace = (traceId: string) => receiver.spans.filter((span) => span.traceId === traceId);
   const one = (spans: ReceivedSpan[], what: string, match: (span: ReceivedSpan) => boolean) => {
     const found = spans.filter(match);
@@ -72,12 +75,8 @@ describe('OpenTelemetry traces of a tool call across the stack', () => {
   it(
     'exports one trace, the client’s, from the gateway, the SCIM MCP server and the IdP, parented hop by hop',
     async () => {
-      const { layout, secrets } = stack;
-      const { accessToken } = await clientCredentialsToken(
-        layout,
-        secrets.clientApp,
-        VIEW_AND_LIST,
-      );
+      const { layout } = stack;
+      const accessToken = await viewerToken();
       const traceId = hex(16);
       const clientSpanId = hex(8);
       const outcome = await rawGatewayToolCall(
@@ -86,7 +85,7 @@ describe('OpenTelemetry traces of a tool call across the stack', () => {
         'trace-1',
         'search_users',
         { filter: 'userName sw a', count: 5 },
-        { traceparent: `00-${traceId}-${clientSpanId}-01` },
+        { headers: { traceparent: `00-${traceId}-${clientSpanId}-01` } },
       );
       expect(outcome.status).toBe(200);
       await waitForScimAnswer(traceId);
@@ -187,43 +186,24 @@ describe('OpenTelemetry traces of a tool call across the stack', () => {
   it(
     'takes the MCP request’s params._meta context as the parent, linking the HTTP one, and passes it on',
     async () => {
-      const { layout, secrets } = stack;
-      const { accessToken } = await clientCredentialsToken(
-        layout,
-        secrets.clientApp,
-        VIEW_AND_LIST,
-      );
+      const { layout } = stack;
+      const accessToken = await viewerToken();
       const metaTrace = hex(16);
       const metaSpan = hex(8);
       const headerTrace = hex(16);
       const headerSpan = hex(8);
-      const dispatcher = trustingAgent(layout.caFile);
-      try {
-        const response = await fetch(layout.gateway.mcpUrl, {
-          method: 'POST',
-          dispatcher,
-          headers: {
-            authorization: `Bearer ${accessToken}`,
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            traceparent: `00-${headerTrace}-${headerSpan}-01`,
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: 7,
-            method: 'tools/call',
-            params: {
-              name: 'search_users',
-              arguments: { filter: 'userName sw a', count: 1 },
-              _meta: { traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: 'vendor=x' },
-            },
-          }),
-        });
-        expect(response.status).toBe(200);
-        await response.text();
-      } finally {
-        await dispatcher.close();
-      }
+      const outcome = await rawGatewayToolCall(
+        layout,
+        accessToken,
+        'trace-2',
+        'search_users',
+        { filter: 'userName sw a', count: 1 },
+        {
+          headers: { traceparent: `00-${headerTrace}-${headerSpan}-01` },
+          meta: { traceparent: `00-${metaTrace}-${metaSpan}-01`, tracestate: 'vendor=x' },
+        },
+      );
+      expect(outcome.status).toBe(200);
       await waitForScimAnswer(metaTrace);
       const spans = inTrace(metaTrace);
       const gateway = one(
@@ -255,11 +235,7 @@ describe('OpenTelemetry traces of a tool call across the stack', () => {
     'exports no token, secret or credential in any attribute of any span',
     async () => {
       const { layout, secrets } = stack;
-      const { accessToken } = await clientCredentialsToken(
-        layout,
-        secrets.clientApp,
-        VIEW_AND_LIST,
-      );
+      const accessToken = await viewerToken();
       // A refused call too: its span records why, never what the caller sent.
       const refused = await rawGatewayToolCall(
         layout,
@@ -267,9 +243,7 @@ describe('OpenTelemetry traces of a tool call across the stack', () => {
         'bad',
         'search_users',
         {},
-        {
-          traceparent: `00-${hex(16)}-${hex(8)}-01`,
-        },
+        { headers: { traceparent: `00-${hex(16)}-${hex(8)}-01` } },
       );
       expect(refused.status).toBe(401);
       const secretsUsed = [

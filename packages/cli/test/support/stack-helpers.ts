@@ -67,7 +67,8 @@ export async function startQuietStack(
 /**
  * One raw MCP POST to the gateway, outside the SDK client, so a test can see
  * the HTTP status and the JSON-RPC body the SDK would turn into an exception.
- * `headers` are sent besides the MCP ones (a `traceparent`, say).
+ * `headers` are sent besides the MCP ones (a `traceparent`, say), `meta` as the call's
+ * `params._meta`.
  */
 export async function rawGatewayToolCall(
   layout: StackLayout,
@@ -75,7 +76,7 @@ export async function rawGatewayToolCall(
   id: string,
   tool: string,
   args: Record<string, unknown>,
-  headers: Record<string, string> = {},
+  extra: { headers?: Record<string, string>; meta?: Record<string, unknown> } = {},
 ): Promise<{ status: number; contentType: string | null; body: unknown }> {
   const dispatcher = trustingAgent(layout.caFile);
   try {
@@ -83,7 +84,7 @@ export async function rawGatewayToolCall(
       method: 'POST',
       dispatcher,
       headers: {
-        ...headers,
+        ...extra.headers,
         authorization: `Bearer ${accessToken}`,
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
@@ -92,7 +93,7 @@ export async function rawGatewayToolCall(
         jsonrpc: '2.0',
         id,
         method: 'tools/call',
-        params: { name: tool, arguments: args },
+        params: { name: tool, arguments: args, ...(extra.meta && { _meta: extra.meta }) },
       }),
     });
     return {
