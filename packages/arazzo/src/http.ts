@@ -14,6 +14,7 @@ import {
   startSpan,
   traceHeaders,
   tracingEnabled,
+  urlWithoutQuery,
 } from '@mcp-identity/common';
 import { Agent, type Dispatcher } from 'undici';
 import { type FailureKind, RunFailureError } from './failure.js';
@@ -69,8 +70,7 @@ export function tlsVerifyFromEnv(env: Record<string, string | undefined>): boole
 /** The URL without query or fragment, for messages (a query may carry an API key). */
 export function describeUrl(url: string): string {
   try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
+    return urlWithoutQuery(new URL(url));
   } catch {
     return url.replace(/[?#].*$/, '');
   }

@@ -214,5 +214,6 @@ export {
   traceIdOf,
   tracingConfigured,
   tracingEnabled,
+  urlWithoutQuery,
   withSpan,
 } from './tracing.js';
